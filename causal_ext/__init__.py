@@ -1,0 +1,1 @@
+"""Causal methods for recframe (see DESIGN.md). Methods arrive with their issues."""

@@ -1,0 +1,71 @@
+"""The Interactions table: dense ids, stable time order, CSR histories, compaction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from recframe.data.batches import NegativeSampler, SequenceWindows, pad_rows, sequence_batch
+from recframe.data.interactions import Interactions
+
+
+def test_dense_ids_follow_first_appearance_and_zero_is_padding() -> None:
+    inter = Interactions.from_raw(["u9", "u1", "u9"], ["b", "a", "c"], [3, 1, 2])
+    assert inter.user_ids.tolist() == ["[PAD]", "u9", "u1"]
+    assert inter.item_ids.tolist() == ["[PAD]", "b", "a", "c"]
+    assert inter.user_index("u1") == 2 and inter.item_index("c") == 3
+    # rows sorted by (user, time): u9 has c (t=2) then b (t=3)
+    assert inter.histories.of(1).tolist() == [3, 1]
+    assert inter.histories.of(2).tolist() == [2]
+    with pytest.raises(KeyError, match="unknown user 'nobody'"):
+        inter.user_index("nobody")
+
+
+def test_compact_drops_unused_ids_and_keeps_order() -> None:
+    inter = Interactions.from_raw(["a", "b", "c"], ["x", "y", "z"], [1, 2, 3],
+                                  item_features={"y": {"title": "Why", "categories": ["g"]}})
+    kept = inter.select(inter.user != 2).compact()
+    assert kept.user_ids.tolist() == ["[PAD]", "a", "c"]
+    assert kept.item_ids.tolist() == ["[PAD]", "x", "z"]
+    assert kept.item_features.title.tolist() == ["", "", ""]
+
+
+def test_fingerprint_changes_with_content() -> None:
+    a = Interactions.from_raw(["u", "u"], ["i", "j"], [1, 2])
+    b = Interactions.from_raw(["u", "u"], ["i", "j"], [1, 3])
+    assert a.fingerprint != b.fingerprint
+    assert a.fingerprint == Interactions.from_raw(["u", "u"], ["i", "j"], [1, 2]).fingerprint
+
+
+def test_pad_rows_keeps_latest_items_left_padded() -> None:
+    indptr = np.array([0, 0, 3, 4])
+    values = np.array([5, 6, 7, 8])
+    out = pad_rows(indptr, values, np.array([1, 2, 0]), max_len=2)
+    assert out.tolist() == [[6, 7], [0, 8], [0, 0]]
+    right = pad_rows(indptr, values, np.array([2, 1]), left=False)
+    assert right.tolist() == [[8, 0, 0], [5, 6, 7]]
+
+
+def test_sequence_windows_cover_every_target_once() -> None:
+    items = list(range(1, 13))  # one user with 12 items
+    inter = Interactions.from_raw(["u"] * 12, [str(i) for i in items], np.arange(12))
+    hist = inter.histories
+    windows = SequenceWindows.build(hist, max_len=5)
+    batch = sequence_batch(hist.items, windows, np.arange(len(windows)), max_len=5)
+    targets = batch["target"][batch["target"] > 0].tolist()
+    assert sorted(targets) == list(range(2, 13))  # 11 targets, each once
+    inp, tgt = batch["input"], batch["target"]
+    real = tgt > 0
+    assert (tgt[real] == inp[real] + 1).all()  # next item of this user
+
+
+def test_negative_sampler_never_returns_a_training_item() -> None:
+    rng = np.random.default_rng(0)
+    users = rng.integers(0, 20, 300)
+    items = rng.integers(0, 30, 300)
+    inter = Interactions.from_raw(users, items)
+    sampler = NegativeSampler(inter.histories, inter.n_items)
+    u = np.repeat(np.arange(1, inter.n_users + 1), 50)
+    neg = sampler.sample(u)
+    assert not sampler._is_positive(u, neg).any()
+    assert neg.min() >= 1 and neg.max() <= inter.n_items
