@@ -1,0 +1,72 @@
+"""Checkpoint files: atomic writes, safe loads, clear errors.
+
+* Writes go to a temporary file in the target directory, are flushed and
+  fsync'ed, then renamed over the target (``os.replace`` is atomic on POSIX and
+  Windows), so a kill mid-write never leaves a half-written checkpoint under the
+  real name, and the previous file survives until the new one is complete.
+* Loads use ``torch.load(weights_only=True)``: a checkpoint can hold tensors
+  and plain containers only, never code.
+* A truncated or corrupted file raises :class:`CheckpointError` naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any, BinaryIO, Callable
+
+import torch
+from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file that cannot be used; the message names the file and the fix."""
+
+
+def atomic_write(path: str | Path, write: Callable[[BinaryIO], None]) -> None:
+    """Call ``write(fh)`` on a temp file in ``path``'s directory, fsync, then rename over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_checkpoint(checkpoint: dict[str, Any], path: str | Path) -> None:
+    """``torch.save`` to a temporary file, then rename over ``path``."""
+    atomic_write(path, lambda fh: torch.save(checkpoint, fh))
+
+
+def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
+    """Load a checkpoint with ``weights_only=True``; corrupted files get a clear error."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist; check the path (runs/<name>/version_*/"
+                              "checkpoints/ holds last.ckpt and the best one).")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as exc:
+        raise CheckpointError(
+            f"checkpoint {path} is truncated or corrupted ({type(exc).__name__}: {str(exc)[:200]}); "
+            "it cannot be loaded. Resume from an earlier checkpoint or retrain.") from None
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """Lightning checkpoint plugin with atomic writes and ``weights_only=True`` loads."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path: Any, storage_options: Any = None) -> None:
+        save_checkpoint(checkpoint, path)
+
+    def load_checkpoint(self, path: Any, map_location: Any = None, weights_only: bool | None = None
+                        ) -> dict[str, Any]:
+        return load_checkpoint(path, map_location=map_location or "cpu")

@@ -1,0 +1,289 @@
+"""``RecDataModule``: the one place where data becomes batches.
+
+``source -> Interactions -> filters -> split -> batches``. Models never read
+files; they ask for a training batch kind (``pairwise``, ``sequence`` or
+``history``, see :mod:`recframe.data.batches`) through their ``train_batch``
+class attribute, and receive evaluation batches with held-out targets and the
+seen items to mask.
+
+Evaluation protocol (set by ``split``):
+
+* ``loo`` — leave-one-out; every held-out item is relevant (``relevance="all"``).
+* ``ratio`` — per-user chronological ratio, *all* later interactions held out;
+  conventional metrics count only liked items as relevant
+  (``relevance="liked"``) and the signed metrics are reported too.
+
+At validation the model sees the training history and ranks all items except
+the training items; at test it sees training + validation and those are masked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import lightning as L
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from recframe.data.batches import NegativeSampler, SequenceWindows, pad_rows, sequence_batch
+from recframe.data.interactions import DataError, Histories, Interactions
+from recframe.data.splits import Split, chronological_ratio, leave_one_out
+
+
+class _Indices(Dataset):
+    """A dataset of integers; batches are built by a vectorised collate function."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """Held-out targets and model inputs for one evaluation stage.
+
+    ``users`` are the users with at least one held-out item; ``known`` is the
+    CSR history the model may use (and whose items are masked); ``heldout``
+    the CSR of targets with their labels.
+    """
+
+    users: np.ndarray
+    known: Histories
+    heldout: Histories
+
+    def batch(self, idx: list[int], max_len: int) -> dict[str, torch.Tensor]:
+        """Padded tensors for the users at positions ``idx`` of ``users``."""
+        users = self.users[np.asarray(idx, dtype=np.int64)]
+        known = self.known
+        hist = pad_rows(known.indptr, known.items, users, max_len)
+        seen = pad_rows(known.indptr, known.items, users)
+        targets = pad_rows(self.heldout.indptr, self.heldout.items, users, left=False)
+        labels = pad_rows(self.heldout.indptr, self.heldout.labels, users, left=False)
+        return {
+            "users": torch.from_numpy(users),
+            "history": torch.from_numpy(hist),
+            "seen": torch.from_numpy(seen),
+            "targets": torch.from_numpy(targets),
+            "labels": torch.from_numpy(labels.astype(np.int8)),
+        }
+
+
+def load_source(dataset: str, root: str, columns: dict[str, str] | None,
+                synthetic: dict[str, Any] | None) -> Interactions:
+    """Resolve ``dataset`` to :class:`Interactions`.
+
+    ``"synthetic"`` uses :func:`recframe.data.synthetic.make_synthetic` with
+    the ``synthetic`` keyword arguments; a catalogued name (``"ml-100k"``)
+    loads the prepared copy under ``root``; a directory loads RecBole atomic
+    files; a ``.csv``/``.tsv``/``.parquet`` file loads with the ``columns`` map.
+    """
+    if dataset == "synthetic":
+        from recframe.data.synthetic import make_synthetic
+
+        return make_synthetic(**(synthetic or {})).interactions
+    path = Path(dataset)
+    if path.is_dir():
+        from recframe.data.sources import load_atomic
+
+        return load_atomic(path, columns=columns)
+    if path.suffix.lower() in {".csv", ".tsv", ".parquet", ".txt"}:
+        from recframe.data.sources import load_table
+
+        if not path.exists():
+            raise DataError(f"data file {path} does not exist; check data.dataset in the config.")
+        if not columns:
+            raise DataError(f"{path}: a table needs data.columns mapping user/item (and optionally "
+                            "rating/timestamp) to column names.")
+        return load_table(path, columns)
+    from recframe.data import catalog
+
+    return catalog.load(dataset, root)
+
+
+class RecDataModule(L.LightningDataModule):
+    """Loads, filters and splits one dataset and serves every batch kind.
+
+    Args:
+        dataset: catalogued name (``ml-100k``), ``synthetic``, a directory of
+            RecBole atomic files, or a CSV/TSV/Parquet file.
+        root: dataset cache directory for catalogued datasets (env ``RECFRAME_DATA`` overrides).
+        columns: column map for tables/atomic files (``user``, ``item``, ``rating``, ``timestamp``).
+        synthetic: keyword arguments for the synthetic generator.
+        split: ``loo`` (leave-one-out) or ``ratio`` (chronological ratio, signed protocol).
+        ratio: train and validation shares for ``ratio``.
+        user_k: k-core threshold on users (0 = off).
+        item_k: k-core threshold on items (0 = off).
+        like_threshold: rating at or above which an interaction is liked (+1).
+        dislike_threshold: rating at or below which it is disliked (-1).
+        max_len: history length fed to sequential models.
+        batch_size: training batch size.
+        eval_batch_size: users per evaluation chunk (metrics do not depend on it).
+        eval_ks: cut-offs for every metric.
+        signed_lambda: penalty weight of a disliked hit in signed metrics.
+        num_workers: DataLoader workers (0 keeps runs bit-reproducible on CPU).
+    """
+
+    def __init__(
+        self,
+        dataset: str = "ml-100k",
+        root: str = "datasets",
+        columns: dict[str, str] | None = None,
+        synthetic: dict[str, Any] | None = None,
+        split: Literal["loo", "ratio"] = "loo",
+        ratio: tuple[float, float] = (0.8, 0.1),
+        user_k: int = 0,
+        item_k: int = 0,
+        like_threshold: float = 4.0,
+        dislike_threshold: float = 2.0,
+        max_len: int = 50,
+        batch_size: int = 256,
+        eval_batch_size: int = 1024,
+        eval_ks: list[int] | None = None,
+        signed_lambda: float = 1.0,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.dataset = dataset
+        self.root = root
+        self.columns = columns
+        self.synthetic = synthetic
+        self.split_name = split
+        self.ratio = tuple(ratio)
+        self.user_k, self.item_k = user_k, item_k
+        self.like_threshold, self.dislike_threshold = like_threshold, dislike_threshold
+        self.max_len = max_len
+        self.batch_size = batch_size
+        self.eval_batch_size = eval_batch_size
+        self.eval_ks = list(eval_ks or [10, 20])
+        self.signed_lambda = signed_lambda
+        self.num_workers = num_workers
+        self._split: Split | None = None
+
+    # ------------------------------------------------------------------ data
+    @property
+    def split(self) -> Split:
+        """The train/valid/test views (loaded on first use)."""
+        if self._split is None:
+            self._split = self._build_split()
+        return self._split
+
+    def _build_split(self) -> Split:
+        import os
+
+        from recframe.data.filters import k_core, signed_labels
+
+        root = os.environ.get("RECFRAME_DATA", self.root)
+        inter = load_source(self.dataset, root, self.columns, self.synthetic)
+        if self.user_k > 0 or self.item_k > 0:
+            inter = k_core(inter, user_k=self.user_k, item_k=self.item_k)
+        inter = signed_labels(inter, like_threshold=self.like_threshold,
+                              dislike_threshold=self.dislike_threshold)
+        self.full = inter
+        if self.split_name == "loo":
+            return leave_one_out(inter)
+        return chronological_ratio(inter, train=self.ratio[0], valid=self.ratio[1])
+
+    @property
+    def n_items(self) -> int:
+        """Number of real items; score matrices have ``n_items + 1`` columns."""
+        return self.split.train.n_items
+
+    @property
+    def n_users(self) -> int:
+        """Number of real users."""
+        return self.split.train.n_users
+
+    @property
+    def fingerprint(self) -> str:
+        """Hash of the data rows and every setting that changes what the model sees."""
+        keys = {k: self.hparams[k] for k in ("split", "ratio", "user_k", "item_k", "like_threshold",
+                                             "dislike_threshold", "max_len")}
+        h = hashlib.sha256(self.split.train.fingerprint.encode())
+        h.update(self.split.valid.fingerprint.encode())
+        h.update(self.split.test.fingerprint.encode())
+        h.update(json.dumps(keys, sort_keys=True, default=str).encode())
+        return h.hexdigest()[:16]
+
+    @property
+    def protocol(self) -> dict[str, Any]:
+        """Evaluator settings implied by the split (see module docstring)."""
+        signed = self.split_name == "ratio"
+        return {"ks": self.eval_ks, "signed": signed, "signed_lambda": self.signed_lambda,
+                "relevance": "liked" if signed else "all"}
+
+    def eval_set(self, stage: Literal["valid", "test"]) -> EvalSet:
+        """Targets, inputs and masks for validation or test."""
+        sp = self.split
+        known = sp.train if stage == "valid" else sp.train.concat(sp.valid)
+        heldout = sp.valid if stage == "valid" else sp.test
+        users = np.flatnonzero(heldout.histories.lengths() > 0)
+        return EvalSet(users=users, known=known.histories, heldout=heldout.histories)
+
+    def setup(self, stage: str | None = None) -> None:
+        _ = self.split
+
+    # ----------------------------------------------------------- dataloaders
+    def _train_kind(self) -> str:
+        trainer = getattr(self, "trainer", None)
+        module = getattr(trainer, "lightning_module", None) if trainer is not None else None
+        return getattr(module, "train_batch", "pairwise")
+
+    def train_dataloader(self) -> DataLoader:
+        kind = self._train_kind()
+        train = self.split.train
+        hist = train.histories
+        if kind == "pairwise":
+            sampler = NegativeSampler(hist, train.n_items)
+            users, items = train.user, train.item
+
+            def collate(idx: list[int]) -> dict[str, torch.Tensor]:
+                rows = np.asarray(idx, dtype=np.int64)
+                u = users[rows]
+                return {"users": torch.from_numpy(u), "pos": torch.from_numpy(items[rows]),
+                        "neg": torch.from_numpy(sampler.sample(u))}
+
+            n = len(train)
+        elif kind == "sequence":
+            windows = SequenceWindows.build(hist, self.max_len)
+            max_len = self.max_len
+
+            def collate(idx: list[int]) -> dict[str, torch.Tensor]:
+                return sequence_batch(hist.items, windows, np.asarray(idx, dtype=np.int64), max_len)
+
+            n = len(windows)
+        elif kind == "history":
+            users_all = np.flatnonzero(hist.lengths() > 0)
+
+            def collate(idx: list[int]) -> dict[str, torch.Tensor]:
+                u = users_all[np.asarray(idx, dtype=np.int64)]
+                return {"users": torch.from_numpy(u),
+                        "history": torch.from_numpy(pad_rows(hist.indptr, hist.items, u, self.max_len))}
+
+            n = len(users_all)
+        else:
+            raise DataError(f"unknown train_batch kind {kind!r}; use pairwise, sequence or history.")
+        return DataLoader(_Indices(n), batch_size=self.batch_size, shuffle=True, collate_fn=collate,
+                          num_workers=self.num_workers)
+
+    def _eval_loader(self, stage: Literal["valid", "test"]) -> DataLoader:
+        es = self.eval_set(stage)
+        max_len = self.max_len
+        return DataLoader(_Indices(len(es.users)), batch_size=self.eval_batch_size, shuffle=False,
+                          collate_fn=lambda idx: es.batch(idx, max_len), num_workers=self.num_workers)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval_loader("valid")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._eval_loader("test")

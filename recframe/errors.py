@@ -1,0 +1,38 @@
+"""Turn known user errors into one clear line instead of a deep traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from argparse import ArgumentError
+from collections.abc import Iterator
+
+from recframe.checkpoint_io import CheckpointError
+from recframe.data.interactions import DataError
+
+USER_ERRORS = (DataError, CheckpointError, ArgumentError)
+
+
+@contextlib.contextmanager
+def friendly_errors(prog: str = "recframe", source: str = "") -> Iterator[None]:
+    """Print ``prog: error: <message>`` and exit 2 for user errors.
+
+    ``source`` (e.g. the config file names) is added to config errors.
+    Set ``RECFRAME_TRACEBACK=1`` to see the full traceback instead.
+    """
+    try:
+        yield
+    except USER_ERRORS as exc:
+        if os.environ.get("RECFRAME_TRACEBACK"):
+            raise
+        kind = f"config error{f' in {source}' if source else ''}" if isinstance(exc, ArgumentError) else "error"
+        print(f"{prog}: {kind}: {_first_lines(str(exc))}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _first_lines(message: str, limit: int = 12) -> str:
+    """Keep a long parser message readable: the first ``limit`` lines."""
+    lines = [ln for ln in message.strip().splitlines() if ln.strip()]
+    more = len(lines) - limit
+    return "\n".join(lines[:limit] + ([f"  ... ({more} more lines)"] if more > 0 else []))

@@ -1,0 +1,9 @@
+"""recframe models: one file per model on :mod:`recframe.models.base`."""
+
+from recframe.models.base import EmbeddingModel, RecModel
+from recframe.models.bpr import BPRMF
+from recframe.models.lightgcn import LightGCN
+from recframe.models.popularity import Popularity
+from recframe.models.sasrec import SASRec
+
+__all__ = ["RecModel", "EmbeddingModel", "Popularity", "BPRMF", "LightGCN", "SASRec"]

@@ -1,0 +1,165 @@
+"""``RecModel``: the training/validation/test loop every recframe model shares.
+
+A model implements two methods:
+
+* ``loss(batch) -> Tensor`` on training batches of the kind named by its
+  ``train_batch`` class attribute (``pairwise``, ``sequence`` or ``history``);
+* ``score(batch) -> Tensor [B, n_items + 1]`` on evaluation batches (keys
+  ``users``, ``history``): a score for every item of the catalogue. The base
+  class masks the padding column and the seen items, so models never do.
+
+Embedding models also expose ``query_embedding(batch)`` and
+``item_embeddings()`` (what FAISS serves); their ``score`` is the inner product.
+
+Models that need the training graph or counts override ``bind_data(train)``,
+called once before fitting; whatever they derive is stored in buffers so a
+checkpoint is self-contained.
+
+Evaluation goes through :class:`recframe.metrics.FullRankingEvaluator` only;
+its settings come from the datamodule's protocol, so every model in a table is
+measured the same way. Running sums are summed across processes (not averaged)
+before the metrics are computed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import lightning as L
+import torch
+from torch import Tensor
+
+from recframe.metrics import FullRankingEvaluator
+
+
+class RecModel(L.LightningModule):
+    """Base class of all recframe models.
+
+    Args:
+        n_items: number of real items (linked from the datamodule by the CLI).
+        n_users: number of real users (linked from the datamodule by the CLI).
+        lr: learning rate.
+        weight_decay: decoupled weight decay (AdamW) or L2 (Adam).
+        optimizer: ``adam`` or ``adamw``.
+    """
+
+    train_batch: ClassVar[str] = "pairwise"
+
+    def __init__(self, n_items: int, n_users: int = 0, lr: float = 1e-3, weight_decay: float = 0.0,
+                 optimizer: Literal["adam", "adamw"] = "adam") -> None:
+        super().__init__()
+        if n_items < 1:
+            raise ValueError(f"{type(self).__name__}: n_items={n_items}; it must be a positive item count "
+                             "(the CLI links it from data.n_items).")
+        self.n_items = n_items
+        self.n_users = n_users
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.optimizer_name = optimizer
+        self.evaluator: FullRankingEvaluator | None = None
+
+    # ---------------------------------------------------------- model API
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        """Training loss on one batch."""
+        raise NotImplementedError(f"{type(self).__name__} must implement loss(batch)")
+
+    def score(self, batch: dict[str, Tensor]) -> Tensor:
+        """Scores ``[B, n_items + 1]`` for every item (padding column ignored)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement score(batch)")
+
+    def bind_data(self, train: Any) -> None:
+        """Derive model state from the training :class:`Interactions` (default: nothing)."""
+
+    # ---------------------------------------------------------- lifecycle
+    def setup(self, stage: str) -> None:
+        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        if dm is None:
+            return
+        if dm.n_items != self.n_items:
+            raise ValueError(f"{type(self).__name__} was built for {self.n_items} items but the data has "
+                             f"{dm.n_items}; set model.init_args.n_items to match (the CLI links it).")
+        if stage == "fit":
+            self.bind_data(dm.split.train)
+        proto = dm.protocol
+        self.evaluator = FullRankingEvaluator(
+            n_items=self.n_items, ks=proto["ks"], signed=proto["signed"],
+            signed_lambda=proto["signed_lambda"], relevance=proto["relevance"])
+
+    def configure_optimizers(self) -> torch.optim.Optimizer | None:
+        params = [p for p in self.parameters() if p.requires_grad]
+        if not params:
+            return None
+        cls = torch.optim.AdamW if self.optimizer_name == "adamw" else torch.optim.Adam
+        return cls(params, lr=self.lr, weight_decay=self.weight_decay)
+
+    # ------------------------------------------------------------- steps
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor | None:
+        loss = self.loss(batch)
+        if loss is not None:
+            self.log("train/loss", loss, prog_bar=True, on_step=True, on_epoch=True,
+                     batch_size=_batch_size(batch))
+        return loss
+
+    def _eval_step(self, batch: dict[str, Tensor]) -> None:
+        if self.evaluator is None:
+            raise RuntimeError("evaluation needs a RecDataModule attached to the trainer")
+        scores = self.score(batch)
+        self.evaluator.update(scores, batch["targets"], batch["labels"], batch["seen"],
+                              model_name=type(self).__name__)
+
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        self._eval_step(batch)
+
+    def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        self._eval_step(batch)
+
+    def _eval_epoch_end(self, prefix: str) -> dict[str, float]:
+        ev = self.evaluator
+        state = ev.state_tensors()
+        if self.trainer.world_size > 1:
+            state = {k: self.trainer.strategy.reduce(v, reduce_op="sum") for k, v in state.items()}
+            ev.load_state_tensors(state)
+        values = ev.compute()
+        ev.reset()
+        self.log_dict({f"{prefix}/{k}": v for k, v in values.items()}, sync_dist=False,
+                      prog_bar=False, batch_size=1)
+        self.last_metrics = {**getattr(self, "last_metrics", {}), **{f"{prefix}/{k}": v
+                                                                      for k, v in values.items()}}
+        return values
+
+    def on_validation_epoch_start(self) -> None:
+        if self.evaluator is not None:
+            self.evaluator.reset()
+
+    def on_test_epoch_start(self) -> None:
+        if self.evaluator is not None:
+            self.evaluator.reset()
+
+    def on_validation_epoch_end(self) -> None:
+        values = self._eval_epoch_end("val")
+        key = next((k for k in values if k.startswith("ndcg@")), None)
+        if key is not None:
+            self.log("val_ndcg", values[key], prog_bar=True, batch_size=1)
+
+    def on_test_epoch_end(self) -> None:
+        self._eval_epoch_end("test")
+
+
+class EmbeddingModel(RecModel):
+    """A model that scores by inner product of a query and item embeddings."""
+
+    def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
+        """``[B, d]`` query vectors for an evaluation batch."""
+        raise NotImplementedError
+
+    def item_embeddings(self) -> Tensor:
+        """``[n_items + 1, d]`` item vectors (row 0 is padding)."""
+        raise NotImplementedError
+
+    def score(self, batch: dict[str, Tensor]) -> Tensor:
+        return self.query_embedding(batch) @ self.item_embeddings().T
+
+
+def _batch_size(batch: dict[str, Tensor]) -> int:
+    first = next(iter(batch.values()))
+    return int(first.shape[0])
