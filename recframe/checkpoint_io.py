@@ -15,8 +15,9 @@ import os
 import pickle
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
@@ -55,7 +56,7 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, An
                               "checkpoints/ holds last.ckpt and the best one).")
     try:
         return torch.load(path, map_location=map_location, weights_only=True)
-    except (RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as exc:
+    except (RuntimeError, EOFError, OSError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as exc:
         raise CheckpointError(
             f"checkpoint {path} is truncated or corrupted ({type(exc).__name__}: {str(exc)[:200]}); "
             "it cannot be loaded. Resume from an earlier checkpoint or retrain.") from None

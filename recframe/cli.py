@@ -58,6 +58,7 @@ def default_trainer_settings() -> dict[str, Any]:
                       RunMetadata()],
         "plugins": [{"class_path": "recframe.checkpoint_io.AtomicCheckpointIO"}],
         "num_sanity_val_steps": 0,
+        "log_every_n_steps": 10,
         "deterministic": "warn",
     }
 

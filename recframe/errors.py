@@ -26,7 +26,9 @@ def friendly_errors(prog: str = "recframe", source: str = "") -> Iterator[None]:
     except USER_ERRORS as exc:
         if os.environ.get("RECFRAME_TRACEBACK"):
             raise
-        kind = f"config error{f' in {source}' if source else ''}" if isinstance(exc, ArgumentError) else "error"
+        kind = "error"
+        if isinstance(exc, ArgumentError):
+            kind = f"config error in {source}" if source else "config error"
         print(f"{prog}: {kind}: {_first_lines(str(exc))}", file=sys.stderr)
         raise SystemExit(2) from None
 

@@ -23,9 +23,10 @@ Conventions
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -152,8 +153,8 @@ class Interactions:
             raise DataError(f"{name}: no interactions. Check the source file and the filters applied.")
         u_raw, u_dense = _dense_ids(users)
         i_raw, i_dense = _dense_ids(items)
-        ts = np.arange(n, dtype=np.float64) if timestamps is None else np.asarray(timestamps, dtype=np.float64)
-        rt = np.full(n, np.nan, dtype=np.float32) if ratings is None else np.asarray(ratings, dtype=np.float32)
+        ts = np.arange(n, dtype=np.float64) if timestamps is None else np.asarray(timestamps, np.float64)
+        rt = np.full(n, np.nan, np.float32) if ratings is None else np.asarray(ratings, np.float32)
         lb = np.zeros(n, dtype=np.int8) if labels is None else np.asarray(labels, dtype=np.int8)
         feats = None
         if item_features:

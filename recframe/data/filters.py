@@ -1,0 +1,97 @@
+"""Row filters and label rules on :class:`~recframe.data.interactions.Interactions`.
+
+* :func:`k_core` keeps the largest sub-table in which every user and every
+  item has at least ``user_k`` / ``item_k`` interactions.
+* :func:`signed_labels` derives the signed feedback label from ratings.
+* :func:`drop_duplicates` keeps one row per (user, item) pair.
+
+All return new tables; ids are re-compacted only where rows of whole users or
+items can disappear (:func:`k_core`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from recframe.data.interactions import DataError, Interactions
+
+
+def k_core(inter: Interactions, user_k: int = 5, item_k: int = 5) -> Interactions:
+    """Iteratively drop users with < ``user_k`` rows and items with < ``item_k`` rows.
+
+    Removing an item can push a user below the threshold and vice versa, so
+    the two passes repeat until nothing changes; the result is the unique
+    maximal sub-table where every user has >= ``user_k`` and every item >=
+    ``item_k`` interactions (duplicate rows count separately). Ids are then
+    re-compacted with :meth:`Interactions.compact`.
+
+    Raises:
+        DataError: a threshold is negative, or no rows survive.
+    """
+    if user_k < 0 or item_k < 0 or int(user_k) != user_k or int(item_k) != item_k:
+        raise DataError(f"k_core thresholds must be integers >= 0, got user_k={user_k}, item_k={item_k}.")
+    keep = np.ones(len(inter), dtype=bool)
+    while True:
+        users, items = inter.user[keep], inter.item[keep]
+        u_count = np.bincount(users, minlength=inter.n_users + 1)
+        i_count = np.bincount(items, minlength=inter.n_items + 1)
+        ok = (u_count[users] >= user_k) & (i_count[items] >= item_k)
+        if ok.all():
+            break
+        keep[np.flatnonzero(keep)[~ok]] = False
+        if not keep.any():
+            break
+    if not keep.any():
+        label = f"{user_k}-core" if user_k == item_k else f"(user_k={user_k}, item_k={item_k})-core"
+        raise DataError(
+            f"{inter.name}: empty after {label} filtering (user_k={user_k}, item_k={item_k}); "
+            "lower user_k/item_k."
+        )
+    return inter.select(keep).compact()
+
+
+def signed_labels(
+    inter: Interactions, like_threshold: float = 4.0, dislike_threshold: float = 2.0
+) -> Interactions:
+    """Set the signed label from the rating.
+
+    Rule: ``rating >= like_threshold`` -> +1 (liked); ``rating <=
+    dislike_threshold`` -> -1 (disliked); anything in between, and a missing
+    (NaN) rating, -> 0 (unknown). On a 1-5 scale the defaults make 4 and 5
+    liked, 1 and 2 disliked, 3 neutral.
+
+    Raises:
+        DataError: ``dislike_threshold`` is not below ``like_threshold``.
+    """
+    if not dislike_threshold < like_threshold:
+        raise DataError(
+            f"signed_labels needs dislike_threshold < like_threshold, got dislike={dislike_threshold}, "
+            f"like={like_threshold}."
+        )
+    rating = inter.rating
+    labels = np.zeros(len(inter), dtype=np.int8)
+    labels[rating >= like_threshold] = 1  # NaN compares False: stays 0
+    labels[rating <= dislike_threshold] = -1
+    return inter.with_labels(labels)
+
+
+def drop_duplicates(inter: Interactions, keep: str = "last") -> Interactions:
+    """Keep one row per (user, item): the latest (``keep="last"``) or earliest (``"first"``).
+
+    "Latest" follows the table's (user, timestamp) order, ties in file order.
+    Every user and item keeps at least one row, so ids are unchanged.
+    """
+    if keep not in ("first", "last"):
+        raise DataError(f"drop_duplicates: keep must be 'first' or 'last', got {keep!r}.")
+    pair = inter.user.astype(np.int64) * (inter.n_items + 1) + inter.item
+    if keep == "first":
+        _, index = np.unique(pair, return_index=True)
+    else:
+        _, rev_index = np.unique(pair[::-1], return_index=True)
+        index = len(pair) - 1 - rev_index
+    if len(index) == len(inter):
+        return inter
+    return inter.select(np.sort(index))
+
+
+__all__ = ["drop_duplicates", "k_core", "signed_labels"]

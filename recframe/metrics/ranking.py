@@ -1,0 +1,229 @@
+"""Pure tensor functions for full-ranking evaluation: ranks of held-out items and per-user metrics.
+
+Conventions (shared by the whole :mod:`recframe.metrics` package)
+------------------------------------------------------------------
+* Items carry dense ids ``1..n_items``; id/column ``0`` is padding and is never ranked.
+* ``scores`` is a ``[B, n_items + 1]`` float tensor, one row per user of the chunk.
+* ``targets`` is a padded ``[B, T]`` LongTensor of held-out items (``0`` = pad) and ``labels`` the
+  matching ``[B, T]`` integer tensor (+1 liked, -1 disliked, 0 unknown rating).
+* ``seen`` is an optional padded ``[B, S]`` LongTensor of items to mask (``0`` = pad). Masked items are
+  excluded from the ranking (as if their score were ``-inf``). **A held-out item is never masked**, even
+  when it also appears in ``seen``.
+* A target id repeated within one row counts once: the first occurrence (and its label) is kept and later
+  copies are treated as padding.
+
+Eligible items of a row are the columns ``1..n_items`` that are not masked. The 0-based rank ``r_t`` of a
+held-out item ``t`` is the number of eligible items ranked before it, where ties are broken
+*pessimistically*:
+
+1. every eligible non-held-out item whose score is ``>= s_t`` ranks before ``t``;
+2. among held-out items with equal scores, disliked (-1) rank before unknown (0) before liked (+1), and the
+   remaining ties by item id ascending.
+
+Hence the ranks of the held-out items of a row are distinct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+STANDARD_METRICS: tuple[str, ...] = ("recall", "hr", "ndcg", "mrr", "precision", "map")
+"""Per-user standard metrics computed by :func:`standard_metrics` (``item_coverage`` is corpus-level)."""
+
+
+RANK_STRATEGIES: tuple[str, ...] = ("auto", "sort", "compare")
+_COMPARE_MAX_TARGETS = 8  # "auto": direct comparisons beat a full row sort for a few targets per row
+
+
+class NonFiniteScoresError(ValueError):
+    """A model produced NaN or +/-inf scores for real items (columns ``1..n_items``)."""
+
+
+def check_finite_scores(scores: Tensor, model_name: str = "model") -> None:
+    """Raise :class:`NonFiniteScoresError` if any score in columns ``1..n_items`` is NaN or +/-inf.
+
+    The check runs on all real items *before* masking, so a non-finite score is never silently counted as a
+    hit or a miss. Column 0 (padding) is ignored. The message names ``model_name`` and how many users and
+    entries are affected.
+    """
+    items = scores[:, 1:]
+    # Fast path: the float32 sum of finite scores is finite unless it overflows; NaN/inf always propagate.
+    if bool(torch.isfinite(items.sum(dtype=torch.float32))):
+        return
+    bad = ~torch.isfinite(items)
+    if bool(bad.any()):
+        n_entries = int(bad.sum())
+        n_users = int(bad.any(dim=1).sum())
+        n_nan = int(torch.isnan(items).sum())
+        raise NonFiniteScoresError(
+            f"model {model_name!r} produced non-finite scores: {n_entries} entries"
+            f" ({n_nan} NaN, {n_entries - n_nan} +/-inf) for {n_users} of {scores.shape[0]} user(s) in this"
+            " chunk; fix the model (e.g. lower the learning rate, check for division by zero / log(0))"
+        )
+
+
+def eligible_mask(n_cols: int, targets: Tensor, seen: Tensor | None = None) -> Tensor:
+    """Boolean ``[B, n_cols]`` mask of the items that take part in the ranking.
+
+    Column 0 is never eligible, items in ``seen`` are not eligible, and held-out ``targets`` are always
+    eligible (the held-out rule wins over ``seen``).
+    """
+    mask = torch.ones(targets.shape[0], n_cols, dtype=torch.bool, device=targets.device)
+    if seen is not None and seen.numel() > 0:
+        mask.scatter_(1, seen, False)
+    mask.scatter_(1, targets, True)
+    mask[:, 0] = False
+    return mask
+
+
+def dedup_targets(targets: Tensor) -> tuple[Tensor, Tensor]:
+    """Mark the valid (non-pad, first-occurrence) targets of each row.
+
+    Returns ``(valid, id_perm)`` where ``valid`` is a ``[B, T]`` bool mask and ``id_perm`` the stable
+    permutation that sorts each row of ``targets`` by item id (reused by :func:`target_ranks`).
+    """
+    ids_sorted, id_perm = torch.sort(targets, dim=1, stable=True)
+    dup_sorted = torch.zeros_like(targets, dtype=torch.bool)
+    dup_sorted[:, 1:] = (ids_sorted[:, 1:] == ids_sorted[:, :-1]) & (ids_sorted[:, 1:] > 0)
+    dup = torch.zeros_like(dup_sorted).scatter_(1, id_perm, dup_sorted)
+    return (targets > 0) & ~dup, id_perm
+
+
+def target_ranks(
+    scores: Tensor,
+    targets: Tensor,
+    labels: Tensor,
+    seen: Tensor | None = None,
+    model_name: str = "model",
+    strategy: str = "auto",
+) -> tuple[Tensor, Tensor]:
+    """Pessimistic 0-based ranks of the held-out items among the eligible items of each row.
+
+    ``r_t = #{eligible non-held-out j : s_j >= s_t} + #{held-out u ordered before t}``, where held-out items
+    are ordered by (score desc, label asc, item id asc); see the module docstring for the rules.
+
+    Counting the non-held-out items scoring ``>= s_t`` uses ``strategy``: ``"sort"`` sorts each row once and
+    calls ``torch.searchsorted`` (``O(n log n)`` per row), ``"compare"`` does one ``[B, n_items + 1]``
+    comparison per target column (``O(T n)``, fastest for leave-one-out), ``"auto"`` picks ``"compare"`` for
+    ``T <= 8``. Both are exact. The held-out items are ordered among themselves with three ``[B, T]`` sorts;
+    no ``[B, T, n_items]`` tensor is built.
+
+    Returns ``(ranks, valid)``: ``ranks`` is an int64 ``[B, T]`` tensor (``n_items + 1`` for padding and
+    duplicate entries, which is larger than any real rank) and ``valid`` the ``[B, T]`` bool mask of real
+    targets. Raises :class:`NonFiniteScoresError` on NaN/inf scores.
+    """
+    check_finite_scores(scores, model_name)
+    n_cols = scores.shape[1]
+    valid, perm = dedup_targets(targets)
+    target_scores = scores.gather(1, targets).masked_fill(~valid, float("-inf"))
+
+    # Order the held-out items by (score desc, label asc, id asc) with stable sorts on the minor keys first.
+    _, p_label = torch.sort(labels.gather(1, perm), dim=1, stable=True)
+    perm = perm.gather(1, p_label)
+    _, p_score = torch.sort(target_scores.gather(1, perm), dim=1, descending=True, stable=True)
+    perm = perm.gather(1, p_score)
+    arange = torch.arange(targets.shape[1], device=targets.device).expand_as(targets)
+    position = torch.empty_like(perm).scatter_(1, perm, arange)
+
+    others = eligible_mask(n_cols, targets, seen)
+    others.scatter_(1, targets, False)
+    other_scores = scores.masked_fill(~others, float("-inf"))
+    n_greater_equal = _count_greater_equal(other_scores, target_scores, strategy)
+
+    ranks = (n_greater_equal + position).masked_fill(~valid, n_cols)
+    return ranks, valid
+
+
+def _count_greater_equal(other_scores: Tensor, target_scores: Tensor, strategy: str) -> Tensor:
+    """``[B, T]`` int64 counts of entries of ``other_scores`` that are ``>=`` each target score."""
+    if strategy not in RANK_STRATEGIES:
+        raise ValueError(f"strategy must be one of {list(RANK_STRATEGIES)}, got {strategy!r}")
+    n_cols, n_targets = other_scores.shape[1], target_scores.shape[1]
+    if strategy == "auto":
+        strategy = "compare" if n_targets <= _COMPARE_MAX_TARGETS and n_cols < 2**24 else "sort"
+    if strategy == "compare":
+        # Float sums of 0/1 are much faster than bool sums on CPU; float32 is exact below 2**24 items.
+        dtype = torch.float32 if n_cols < 2**24 else torch.float64
+        counts = [
+            (other_scores >= target_scores[:, i : i + 1]).to(dtype).sum(dim=1) for i in range(n_targets)
+        ]
+        if not counts:
+            return torch.zeros_like(target_scores, dtype=torch.long)
+        return torch.stack(counts, dim=1).to(torch.long)
+    sorted_scores = torch.sort(other_scores, dim=1).values
+    return n_cols - torch.searchsorted(sorted_scores, target_scores.contiguous(), side="left")
+
+
+def topk_items(scores: Tensor, eligible: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """Top-``k`` eligible items of each row with :func:`torch.topk` (ties broken by topk's own order).
+
+    Returns ``(items, ok)``, both ``[B, min(k, n_cols)]``; ``ok`` is False where a row has fewer than ``k``
+    eligible items (those slots hold masked items and must be ignored).
+    """
+    k = min(k, scores.shape[1])
+    _, items = torch.topk(scores.masked_fill(~eligible, float("-inf")), k, dim=1, sorted=True)
+    ok = eligible.gather(1, items)
+    return items, ok
+
+
+def ideal_dcg_table(max_k: int, device: torch.device | str | None = None) -> Tensor:
+    """float64 table ``idcg[j] = sum_{i<j} 1/log2(i+2)`` for ``j = 0..max_k``."""
+    discounts = 1.0 / torch.log2(torch.arange(max_k, dtype=torch.float64, device=device) + 2.0)
+    return torch.cat([torch.zeros(1, dtype=torch.float64, device=device), torch.cumsum(discounts, 0)])
+
+
+def standard_metrics(
+    ranks: Tensor, relevant: Tensor, ks: Sequence[int], metrics: Sequence[str] = STANDARD_METRICS
+) -> dict[str, Tensor]:
+    """Per-user standard metrics at every ``K`` in ``ks``: ``{name: float64 [B, len(ks)]}``.
+
+    ``R`` is the set of relevant held-out items of a user (``relevant`` mask), ``r_t`` the 0-based rank from
+    :func:`target_ranks` and ``hit_t = [r_t < K]``. Users with ``|R| = 0`` get 0 everywhere and must be
+    excluded from averages by the caller.
+
+    * ``recall``:    ``sum_{t in R} hit_t / |R|``
+    * ``hr``:        ``1[exists t in R: hit_t]``
+    * ``precision``: ``sum_{t in R} hit_t / K``
+    * ``ndcg``:      ``sum_{t in R, hit_t} 1/log2(r_t + 2) / IDCG`` with
+      ``IDCG = sum_{i < min(|R|, K)} 1/log2(i + 2)``
+    * ``mrr``:       ``1/(min_{t in R} r_t + 1)`` if that rank ``< K`` else 0
+    * ``map``:       ``sum_{t in R, hit_t} P@(r_t + 1) / |R|`` with ``P@n = #{u in R: r_u < n} / n`` --
+      average precision cut at K with denominator ``|R|`` (not ``min(|R|, K)``), exactly as ranx's ``map@k``.
+    """
+    unknown = set(metrics) - set(STANDARD_METRICS)
+    if unknown:
+        raise ValueError(f"unknown per-user metrics {sorted(unknown)}; valid: {list(STANDARD_METRICS)}")
+    device = ranks.device
+    kt = torch.as_tensor(list(ks), dtype=torch.long, device=device)
+    n_rel = relevant.sum(dim=1)
+    n_rel_f = n_rel.clamp(min=1).to(torch.float64)[:, None]
+    big = ranks.new_full((), torch.iinfo(torch.long).max)
+    rel_ranks = torch.where(relevant, ranks, big)
+    hit = rel_ranks[:, :, None] < kt  # [B, T, nK]
+    n_hit = hit.sum(dim=1, dtype=torch.float64)  # [B, nK]
+    out: dict[str, Tensor] = {}
+    if "recall" in metrics:
+        out["recall"] = n_hit / n_rel_f
+    if "hr" in metrics:
+        out["hr"] = (n_hit > 0).to(torch.float64)
+    if "precision" in metrics:
+        out["precision"] = n_hit / kt.to(torch.float64)
+    if "ndcg" in metrics:
+        discount = 1.0 / torch.log2(ranks.to(torch.float64) + 2.0)  # [B, T]
+        dcg = (hit * discount[:, :, None]).sum(dim=1)
+        idcg = ideal_dcg_table(int(max(ks)), device)[torch.minimum(n_rel[:, None], kt)]
+        out["ndcg"] = torch.where(idcg > 0, dcg / idcg.clamp(min=1e-300), torch.zeros_like(dcg))
+    if "mrr" in metrics:
+        best = rel_ranks.min(dim=1).values[:, None] if ranks.shape[1] else big.expand(ranks.shape[0], 1)
+        rr = 1.0 / (best.clamp(max=torch.iinfo(torch.int32).max).to(torch.float64) + 1.0)
+        out["mrr"] = torch.where(best < kt, rr, torch.zeros_like(rr))
+    if "map" in metrics:
+        sorted_ranks = torch.sort(rel_ranks, dim=1).values  # relevant items first, by rank
+        n_before = torch.arange(1, ranks.shape[1] + 1, device=device, dtype=torch.float64)
+        prec = n_before / (sorted_ranks.clamp(max=torch.iinfo(torch.int32).max).to(torch.float64) + 1.0)
+        cut = sorted_ranks[:, :, None] < kt
+        out["map"] = (cut * prec[:, :, None]).sum(dim=1) / n_rel_f
+    return out

@@ -1,0 +1,129 @@
+"""The recframe command: config errors, checkpoints with metadata, atomic writes, clear failures."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from recframe.checkpoint_io import CheckpointError, load_checkpoint, save_checkpoint
+from recframe.cli import main
+from recframe.data.datamodule import RecDataModule
+from recframe.data.interactions import DataError
+
+SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
+QUIET = ["--trainer.enable_progress_bar", "false"]
+
+
+@pytest.fixture()
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_wrong_key_stops_before_any_work_naming_key_and_file(in_tmp: Path, capsys) -> None:
+    bad = _write(in_tmp / "bad.yaml", "model:\n  class_path: recframe.models.SASRec\n"
+                 "  init_args: {hiddn: 3}\ndata: {dataset: synthetic}\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--config", str(bad)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "config error in" in err and "bad.yaml" in err and "hiddn" in err
+    assert len(err.splitlines()) < 20  # one clear message, not the whole usage text
+    assert not (in_tmp / "runs").exists()
+
+
+def test_wrong_type_names_the_key(in_tmp: Path, capsys) -> None:
+    bad = _write(in_tmp / "bad.yaml", "model:\n  class_path: recframe.models.Popularity\n"
+                 "data: {dataset: synthetic, max_len: twenty}\n")
+    with pytest.raises(SystemExit):
+        main(["fit", "--config", str(bad)])
+    assert 'data.max_len' in capsys.readouterr().err
+
+
+def test_unknown_dataset_is_one_clear_error(in_tmp: Path, capsys) -> None:
+    cfg = _write(in_tmp / "c.yaml", "model:\n  class_path: recframe.models.Popularity\n"
+                 "data: {dataset: no-such-dataset}\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--config", str(cfg), *QUIET])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "no-such-dataset" in err and "ml-100k" in err and "Traceback" not in err
+
+
+def test_fit_writes_checkpoints_with_run_metadata(in_tmp: Path) -> None:
+    main(["fit", "--config", str(SMOKE / "popularity.yaml"), *QUIET])
+    ckpts = sorted(in_tmp.glob("runs/smoke_popularity/version_0/checkpoints/*.ckpt"))
+    assert [p.name for p in ckpts if p.name == "last.ckpt"] == ["last.ckpt"]
+    ckpt = torch.load(ckpts[0], weights_only=True)  # plain containers and tensors only
+    meta = ckpt["recframe"]
+    assert "recframe.models.Popularity" in meta["config"] and "seed_everything: 0" in meta["config"]
+    assert meta["seed"] == 0 and len(meta["data_fingerprint"]) == 16
+    assert {"torch", "lightning", "numpy", "python"} <= set(meta["versions"])
+    assert (in_tmp / "runs/smoke_popularity/version_0/metrics.csv").read_text().count("val/ndcg@10") == 1
+    # the same data settings give the same fingerprint
+    dm = RecDataModule(dataset="synthetic", synthetic={"n_users": 200, "n_items": 120, "n_clusters": 4,
+                                                       "mean_length": 20, "seed": 0}, max_len=20,
+                       batch_size=256)
+    assert dm.fingerprint == meta["data_fingerprint"]
+
+
+def test_checkpoint_writes_are_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "model.ckpt"
+    save_checkpoint({"w": torch.ones(3)}, target)
+
+    def crash(obj, fh) -> None:
+        fh.write(b"partial")
+        raise KeyboardInterrupt  # killed mid-write
+
+    monkeypatch.setattr(torch, "save", crash)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint({"w": torch.zeros(3)}, target)
+    monkeypatch.undo()
+    assert torch.equal(load_checkpoint(target)["w"], torch.ones(3))  # old file intact
+    assert [p.name for p in tmp_path.iterdir()] == ["model.ckpt"]  # no temp file left
+
+
+def test_truncated_or_missing_checkpoint_is_refused_clearly(tmp_path: Path) -> None:
+    good = tmp_path / "good.ckpt"
+    save_checkpoint({"w": torch.randn(100, 100)}, good)
+    bad = tmp_path / "bad.ckpt"
+    shutil.copy(good, bad)
+    bad.write_bytes(bad.read_bytes()[: bad.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="bad.ckpt is truncated or corrupted"):
+        load_checkpoint(bad)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_checkpoint(tmp_path / "nope.ckpt")
+
+
+def test_checkpoint_with_code_is_refused(tmp_path: Path) -> None:
+    evil = tmp_path / "evil.ckpt"
+    torch.save({"obj": Path("x")}, evil)  # a pickled class instance, not plain data
+    with pytest.raises(CheckpointError, match="evil.ckpt"):
+        load_checkpoint(evil)
+
+
+def test_empty_split_after_filtering_names_the_fix() -> None:
+    dm = RecDataModule(dataset="synthetic", synthetic={"n_users": 30, "n_items": 20, "seed": 0},
+                       user_k=10_000)
+    with pytest.raises(DataError, match="user_k"):
+        _ = dm.split
+
+
+def test_table_without_column_map_is_a_clear_error(tmp_path: Path) -> None:
+    csv = _write(tmp_path / "t.csv", "u,i\n1,2\n")
+    dm = RecDataModule(dataset=str(csv))
+    with pytest.raises(DataError, match="data.columns"):
+        _ = dm.split
+
+
+def test_data_list_command(capsys) -> None:
+    assert main(["data", "list"]) == 0
+    assert "ml-100k" in capsys.readouterr().out
