@@ -37,6 +37,7 @@ def atomic_write(path: str | Path, write: Callable[[BinaryIO], None]) -> None:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file normal permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -71,3 +72,9 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     def load_checkpoint(self, path: Any, map_location: Any = None, weights_only: bool | None = None
                         ) -> dict[str, Any]:
         return load_checkpoint(path, map_location=map_location or "cpu")
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

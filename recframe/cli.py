@@ -8,7 +8,7 @@
 * ``recframe data prepare NAME`` — fetch, verify and cache a catalogued dataset.
 
 Defaults every run gets: seed 0, CSV logs under ``runs/``, a checkpoint of the
-best validation NDCG plus ``last.ckpt`` (written atomically, loadable with
+best validation NDCG plus ``last.ckpt`` after every epoch (written atomically, loadable with
 ``weights_only=True``), and run metadata (resolved config, seed, data
 fingerprint, library versions) inside every checkpoint.
 """
@@ -53,8 +53,11 @@ def default_trainer_settings() -> dict[str, Any]:
     return {
         "logger": {"class_path": "lightning.pytorch.loggers.CSVLogger",
                    "init_args": {"save_dir": "runs", "name": "recframe"}},
-        "callbacks": [ModelCheckpoint(monitor="val_ndcg", mode="max", save_last=True,
-                                      filename="best-{epoch}-{val_ndcg:.4f}"),
+        "callbacks": [ModelCheckpoint(monitor="val_ndcg", mode="max", filename="best-{epoch}-{val_ndcg:.4f}"),
+                      # Lightning 2.6 refreshes save_last only when a better model is saved; this
+                      # one rewrites last.ckpt after every training epoch, so resuming loses <= 1 epoch
+                      ModelCheckpoint(filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
+                                      save_on_train_epoch_end=True, enable_version_counter=False),
                       RunMetadata()],
         "plugins": [{"class_path": "recframe.checkpoint_io.AtomicCheckpointIO"}],
         "num_sanity_val_steps": 0,

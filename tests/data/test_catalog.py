@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import subprocess
 import sys
 import urllib.error
@@ -320,23 +319,14 @@ def test_load_uncatalogued_folder(tmp_path):
 
 
 # ------------------------------------------------------- real data checks
-def _cached_ml100k() -> Path | None:
-    for root in (os.environ.get("RECFRAME_DATA"), REPO / "datasets"):
-        if root and all((Path(root) / "ml-100k" / f).is_file() for f in WHEEL_SHA256):
-            return Path(root)
-    return None
-
-
-@pytest.mark.skipif(
-    _cached_ml100k() is None, reason="ML-100K not prepared (run `recframe data prepare ml-100k`)"
-)
-def test_grouplens_conversion_reproduces_recbole_copy():
+@pytest.mark.slow
+def test_grouplens_conversion_reproduces_recbole_copy(ml100k_root):
     """Rebuild u.data/u.item/u.user from the prepared copy, convert back: byte-identical files.
 
     GroupLens titles are "title (year)" except item 267 ("unknown") and item
     1412 ("... (1995) (V)"), which this reconstruction covers.
     """
-    base = _cached_ml100k() / "ml-100k"
+    base = ml100k_root / "ml-100k"
     inter = (base / "ml-100k.inter").read_bytes()
     u_data = inter.split(b"\n", 1)[1]
     rows = []
@@ -352,11 +342,9 @@ def test_grouplens_conversion_reproduces_recbole_copy():
     assert {f: _sha(b) for f, b in out.items()} == WHEEL_SHA256
 
 
-@pytest.mark.skipif(
-    _cached_ml100k() is None, reason="ML-100K not prepared (run `recframe data prepare ml-100k`)"
-)
-def test_load_real_ml100k():
-    inter = load("ml-100k", _cached_ml100k())
+@pytest.mark.slow
+def test_load_real_ml100k(ml100k_root):
+    inter = load("ml-100k", ml100k_root)
     assert (inter.n_users, inter.n_items, len(inter)) == (943, 1682, 100000)
     assert inter.item_features is not None and inter.item_features.title[inter.item_index("1")] == "Toy Story"
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -16,15 +15,6 @@ from recframe.data.sources import load_atomic, load_table, load_user_table
 FIXTURES = Path(__file__).parent / "fixtures"
 TINY = FIXTURES / "tiny"
 INTER_HEADER = "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
-
-
-def _cached_ml100k() -> Path | None:
-    """A prepared ML-100K copy (``$RECFRAME_DATA`` or the repo's ``datasets/``), if any."""
-    roots = [os.environ.get("RECFRAME_DATA"), Path(__file__).parents[2] / "datasets"]
-    for root in roots:
-        if root and (Path(root) / "ml-100k" / "ml-100k.inter").is_file():
-            return Path(root) / "ml-100k"
-    return None
 
 
 def _write(path: Path, text: str, encoding: str = "utf-8") -> Path:
@@ -90,11 +80,9 @@ def test_item_columns_override(tmp_path):
     assert f.categories is None and f.year is None and f.title is not None
 
 
-@pytest.mark.skipif(
-    _cached_ml100k() is None, reason="ML-100K not prepared (run `recframe data prepare ml-100k`)"
-)
-def test_real_ml100k_if_cached():
-    inter = load_atomic(_cached_ml100k())
+@pytest.mark.slow
+def test_real_ml100k(ml100k_root):
+    inter = load_atomic(ml100k_root / "ml-100k")
     assert (inter.n_users, inter.n_items, len(inter)) == (943, 1682, 100000)
     assert inter.user_ids[1] == "196" and inter.item_ids[1] == "242"  # first row of the file
     f = inter.item_features

@@ -1,0 +1,50 @@
+"""Run an experiment from a config in-process: fit, then validate and test the best checkpoint.
+
+Used by ``make demo``, the benchmarks and the slow real-data tests, so all of
+them measure a model exactly as ``recframe fit`` + ``recframe test`` would.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+
+def fit_and_test(config: str | Path, extra: list[str] | None = None, quiet: bool = True) -> dict[str, Any]:
+    """Fit from ``config`` (plus CLI-style overrides), test the best-validation checkpoint.
+
+    Returns the train wall time, epochs run, the best checkpoint's epoch, the
+    seed, the data fingerprint and the ``valid``/``test`` metric dicts (keys
+    like ``ndcg@10``).
+    """
+    from recframe.cli import run_cli
+
+    flags = ["--trainer.enable_model_summary", "false"]
+    if quiet:
+        flags += ["--trainer.enable_progress_bar", "false"]
+    cli = run_cli(["--config", str(config), *flags, *(extra or [])], run=False)
+    trainer, model, dm = cli.trainer, cli.model, cli.datamodule
+    start = time.perf_counter()
+    trainer.fit(model, dm)
+    train_s = time.perf_counter() - start
+    best = trainer.checkpoint_callback.best_model_path or None
+    val = trainer.validate(model, dm, ckpt_path=best, verbose=False)[0]
+    test = trainer.test(model, dm, ckpt_path=best, verbose=False)[0]
+    return {
+        "config": str(config),
+        "overrides": list(extra or []),
+        "train_seconds": round(train_s, 1),
+        "epochs": trainer.current_epoch,
+        "best_checkpoint_epoch": _epoch_of(best),
+        "seed": cli.config.get("seed_everything"),
+        "data_fingerprint": dm.fingerprint,
+        "valid": {k[len("val/"):]: v for k, v in val.items() if k.startswith("val/")},
+        "test": {k[len("test/"):]: v for k, v in test.items() if k.startswith("test/")},
+    }
+
+
+def _epoch_of(path: str | None) -> int | None:
+    if not path or "epoch=" not in path:
+        return None
+    return int(path.split("epoch=")[1].split("-")[0].split(".")[0])
