@@ -36,8 +36,8 @@ class RecCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
-        self._config_text = self.parser._subcommands_action._name_parser_map[self.subcommand].dump(
-            cfg, skip_none=False, skip_validation=True) if self.subcommand else ""
+        parser = self._parser(self.subcommand)  # the subcommand's parser, as SaveConfigCallback uses
+        self._config_text = parser.dump(cfg, skip_none=False, skip_validation=True)
         self._seed = cfg.get("seed_everything")
 
     def instantiate_classes(self) -> None:

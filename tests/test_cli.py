@@ -127,3 +127,13 @@ def test_table_without_column_map_is_a_clear_error(tmp_path: Path) -> None:
 def test_data_list_command(capsys) -> None:
     assert main(["data", "list"]) == 0
     assert "ml-100k" in capsys.readouterr().out
+
+
+def test_in_process_runs_also_store_the_resolved_config(in_tmp: Path) -> None:
+    from recframe.runs import fit_and_test
+
+    res = fit_and_test(SMOKE / "popularity.yaml")
+    assert res["test"]["ndcg@10"] > 0
+    ckpt = torch.load(next(in_tmp.glob("runs/smoke_popularity/version_0/checkpoints/last.ckpt")),
+                      weights_only=True)
+    assert "recframe.models.Popularity" in ckpt["recframe"]["config"]
