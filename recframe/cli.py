@@ -16,7 +16,9 @@ fingerprint, library versions) inside every checkpoint.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import warnings
 from typing import Any
 
 from lightning.pytorch.callbacks import ModelCheckpoint
@@ -66,8 +68,27 @@ def default_trainer_settings() -> dict[str, Any]:
     }
 
 
+class _DropAdverts(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("💡 Tip")
+
+
+def quiet_lightning() -> None:
+    """Drop Lightning's product tips and warnings that say nothing about a recframe run.
+
+    Kept: everything about the run itself. Dropped: the LitLogger advert, the
+    no-optimizer note for parameter-free models (Popularity), and the logging
+    interval note for epochs shorter than ``log_every_n_steps``.
+    """
+    logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_DropAdverts())
+    warnings.filterwarnings("ignore", message=r".*configure_optimizers` returned `None`.*")
+    warnings.filterwarnings("ignore", message=r".*smaller than the logging interval.*")
+    warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
+
+
 def run_cli(args: list[str] | None = None, run: bool = True) -> RecCLI:
     """Build (and by default run) the LightningCLI for ``args``."""
+    quiet_lightning()
     return RecCLI(
         RecModel,
         RecDataModule,
