@@ -77,11 +77,14 @@ def quiet_lightning() -> None:
     """Drop Lightning's product tips and warnings that say nothing about a recframe run.
 
     Kept: everything about the run itself. Dropped: the LitLogger advert, the
-    no-optimizer note for parameter-free models (Popularity), and the logging
-    interval note for epochs shorter than ``log_every_n_steps``.
+    no-optimizer and no-loss notes for parameter-free models (Popularity;
+    ``RecModel.training_step`` itself refuses a ``None`` loss from a model with
+    parameters), and the logging interval note for epochs shorter than
+    ``log_every_n_steps``.
     """
     logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_DropAdverts())
     warnings.filterwarnings("ignore", message=r".*configure_optimizers` returned `None`.*")
+    warnings.filterwarnings("ignore", message=r".*`training_step` returned `None`.*")
     warnings.filterwarnings("ignore", message=r".*smaller than the logging interval.*")
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
 

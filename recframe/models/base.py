@@ -23,6 +23,7 @@ before the metrics are computed.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal
 
 import lightning as L
@@ -32,7 +33,7 @@ from torch import Tensor
 from recframe.metrics import FullRankingEvaluator
 
 
-class RecModel(L.LightningModule):
+class RecModel(L.LightningModule, ABC):
     """Base class of all recframe models.
 
     Args:
@@ -59,13 +60,13 @@ class RecModel(L.LightningModule):
         self.evaluator: FullRankingEvaluator | None = None
 
     # ---------------------------------------------------------- model API
-    def loss(self, batch: dict[str, Tensor]) -> Tensor:
-        """Training loss on one batch."""
-        raise NotImplementedError(f"{type(self).__name__} must implement loss(batch)")
+    @abstractmethod
+    def loss(self, batch: dict[str, Tensor]) -> Tensor | None:
+        """Training loss on one batch (``None`` for models with nothing to optimise)."""
 
+    @abstractmethod
     def score(self, batch: dict[str, Tensor]) -> Tensor:
         """Scores ``[B, n_items + 1]`` for every item (padding column ignored)."""
-        raise NotImplementedError(f"{type(self).__name__} must implement score(batch)")
 
     def bind_data(self, train: Any) -> None:
         """Derive model state from the training :class:`Interactions` (default: nothing)."""
@@ -95,6 +96,9 @@ class RecModel(L.LightningModule):
     # ------------------------------------------------------------- steps
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor | None:
         loss = self.loss(batch)
+        if loss is None and any(p.requires_grad for p in self.parameters()):
+            raise RuntimeError(f"{type(self).__name__}.loss returned None but the model has trainable "
+                               "parameters; return the training loss tensor.")
         if loss is not None:
             self.log("train/loss", loss, prog_bar=True, on_step=True, on_epoch=True,
                      batch_size=_batch_size(batch))
@@ -148,13 +152,13 @@ class RecModel(L.LightningModule):
 class EmbeddingModel(RecModel):
     """A model that scores by inner product of a query and item embeddings."""
 
+    @abstractmethod
     def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
         """``[B, d]`` query vectors for an evaluation batch."""
-        raise NotImplementedError
 
+    @abstractmethod
     def item_embeddings(self) -> Tensor:
         """``[n_items + 1, d]`` item vectors (row 0 is padding)."""
-        raise NotImplementedError
 
     def score(self, batch: dict[str, Tensor]) -> Tensor:
         return self.query_embedding(batch) @ self.item_embeddings().T

@@ -24,7 +24,6 @@ class Popularity(RecModel):
         super().__init__(n_items, n_users)
         self.save_hyperparameters()
         self.register_buffer("counts", torch.zeros(n_items + 1))
-        self.automatic_optimization = False  # nothing to optimise; counts come from bind_data
 
     def bind_data(self, train: Interactions) -> None:
         self.counts.copy_(torch.as_tensor(train.item_popularity(), dtype=torch.float32))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from recframe.data.interactions import Interactions
@@ -96,3 +97,14 @@ def test_bprmf_scores_are_inner_products() -> None:
     batch = {"users": torch.tensor([1, 3])}
     expected = model.user_emb.weight[[1, 3]] @ model.item_emb.weight.T
     assert torch.allclose(model.score(batch), expected)
+
+
+def test_a_model_missing_its_scoring_method_cannot_be_built() -> None:
+    from recframe.models.base import RecModel
+
+    class Incomplete(RecModel):
+        def loss(self, batch):
+            return None
+
+    with pytest.raises(TypeError, match="abstract method.*score"):
+        Incomplete(n_items=3)
