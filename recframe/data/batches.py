@@ -125,3 +125,55 @@ class NegativeSampler:
         pos = np.searchsorted(self.keys, key)
         pos = np.minimum(pos, len(self.keys) - 1)
         return self.keys[pos] == key
+
+
+# Collate functions are small picklable classes (not closures), so DataLoader
+# workers also start under the "spawn" method (macOS, Windows, some DDP launchers).
+@dataclass(frozen=True)
+class PairwiseCollate:
+    """``users, pos, neg`` for training-row indices (one uniform negative per row)."""
+
+    users: np.ndarray
+    items: np.ndarray
+    sampler: NegativeSampler
+
+    def __len__(self) -> int:
+        return len(self.users)
+
+    def __call__(self, idx: list[int]) -> dict[str, torch.Tensor]:
+        rows = np.asarray(idx, dtype=np.int64)
+        u = self.users[rows]
+        return {"users": torch.from_numpy(u), "pos": torch.from_numpy(self.items[rows]),
+                "neg": torch.from_numpy(self.sampler.sample(u))}
+
+
+@dataclass(frozen=True)
+class SequenceCollate:
+    """``input``/``target`` next-item windows for window indices."""
+
+    items: np.ndarray
+    windows: SequenceWindows
+    max_len: int
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __call__(self, idx: list[int]) -> dict[str, torch.Tensor]:
+        return sequence_batch(self.items, self.windows, np.asarray(idx, dtype=np.int64), self.max_len)
+
+
+@dataclass(frozen=True)
+class HistoryCollate:
+    """``users`` and their padded training histories for user-position indices."""
+
+    hist: Histories
+    users: np.ndarray
+    max_len: int
+
+    def __len__(self) -> int:
+        return len(self.users)
+
+    def __call__(self, idx: list[int]) -> dict[str, torch.Tensor]:
+        u = self.users[np.asarray(idx, dtype=np.int64)]
+        return {"users": torch.from_numpy(u),
+                "history": torch.from_numpy(pad_rows(self.hist.indptr, self.hist.items, u, self.max_len))}

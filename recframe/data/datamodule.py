@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +31,14 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from recframe.data.batches import NegativeSampler, SequenceWindows, pad_rows, sequence_batch
+from recframe.data.batches import (
+    HistoryCollate,
+    NegativeSampler,
+    PairwiseCollate,
+    SequenceCollate,
+    SequenceWindows,
+    pad_rows,
+)
 from recframe.data.interactions import DataError, Histories, Interactions
 from recframe.data.splits import Split, chronological_ratio, leave_one_out
 
@@ -243,44 +251,22 @@ class RecDataModule(L.LightningDataModule):
         kind = self._train_kind()
         train = self.split.train
         hist = train.histories
+        collate: PairwiseCollate | SequenceCollate | HistoryCollate
         if kind == "pairwise":
-            sampler = NegativeSampler(hist, train.n_items)
-            users, items = train.user, train.item
-
-            def collate(idx: list[int]) -> dict[str, torch.Tensor]:
-                rows = np.asarray(idx, dtype=np.int64)
-                u = users[rows]
-                return {"users": torch.from_numpy(u), "pos": torch.from_numpy(items[rows]),
-                        "neg": torch.from_numpy(sampler.sample(u))}
-
-            n = len(train)
+            collate = PairwiseCollate(train.user, train.item, NegativeSampler(hist, train.n_items))
         elif kind == "sequence":
-            windows = SequenceWindows.build(hist, self.max_len)
-            max_len = self.max_len
-
-            def collate(idx: list[int]) -> dict[str, torch.Tensor]:
-                return sequence_batch(hist.items, windows, np.asarray(idx, dtype=np.int64), max_len)
-
-            n = len(windows)
+            collate = SequenceCollate(hist.items, SequenceWindows.build(hist, self.max_len), self.max_len)
         elif kind == "history":
-            users_all = np.flatnonzero(hist.lengths() > 0)
-
-            def collate(idx: list[int]) -> dict[str, torch.Tensor]:
-                u = users_all[np.asarray(idx, dtype=np.int64)]
-                return {"users": torch.from_numpy(u),
-                        "history": torch.from_numpy(pad_rows(hist.indptr, hist.items, u, self.max_len))}
-
-            n = len(users_all)
+            collate = HistoryCollate(hist, np.flatnonzero(hist.lengths() > 0), self.max_len)
         else:
             raise DataError(f"unknown train_batch kind {kind!r}; use pairwise, sequence or history.")
-        return DataLoader(_Indices(n), batch_size=self.batch_size, shuffle=True, collate_fn=collate,
-                          num_workers=self.num_workers)
+        return DataLoader(_Indices(len(collate)), batch_size=self.batch_size, shuffle=True,
+                          collate_fn=collate, num_workers=self.num_workers)
 
     def _eval_loader(self, stage: Literal["valid", "test"]) -> DataLoader:
         es = self.eval_set(stage)
-        max_len = self.max_len
         return DataLoader(_Indices(len(es.users)), batch_size=self.eval_batch_size, shuffle=False,
-                          collate_fn=lambda idx: es.batch(idx, max_len), num_workers=self.num_workers)
+                          collate_fn=partial(es.batch, max_len=self.max_len), num_workers=self.num_workers)
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader("valid")

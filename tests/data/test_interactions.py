@@ -69,3 +69,22 @@ def test_negative_sampler_never_returns_a_training_item() -> None:
     neg = sampler.sample(u)
     assert not sampler._is_positive(u, neg).any()
     assert neg.min() >= 1 and neg.max() <= inter.n_items
+
+
+@pytest.mark.parametrize("kind", ["pairwise", "sequence", "history"])
+def test_every_batch_kind_pickles_for_spawned_workers(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from recframe.data.datamodule import RecDataModule
+
+    dm = RecDataModule(dataset="synthetic", synthetic={"n_users": 40, "n_items": 30, "seed": 0}, max_len=8,
+                       batch_size=16)
+    monkeypatch.setattr(dm, "_train_kind", lambda: kind)
+    for loader in (dm.train_dataloader(), dm.val_dataloader(), dm.test_dataloader()):
+        clone = pickle.loads(pickle.dumps(loader.collate_fn))
+        torch_batch = clone(list(range(4)))
+        first = next(iter(torch_batch.values()))
+        assert first.shape[0] == 4
+    if kind == "sequence":
+        b = dm.train_dataloader().collate_fn(list(range(3)))
+        assert b["input"].shape == (3, 8) and b["target"].shape == (3, 8)
