@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from recframe.checkpoint_io import CheckpointError, load_checkpoint, save_checkpoint
-from recframe.cli import main
+from recframe.cli import main, run_cli
 from recframe.data.datamodule import RecDataModule
 from recframe.data.interactions import DataError
 
@@ -137,3 +137,15 @@ def test_in_process_runs_also_store_the_resolved_config(in_tmp: Path) -> None:
     ckpt = torch.load(next(in_tmp.glob("runs/smoke_popularity/version_0/checkpoints/last.ckpt")),
                       weights_only=True)
     assert "recframe.models.Popularity" in ckpt["recframe"]["config"]
+
+
+def test_test_subcommand_restores_a_graph_model_exactly(in_tmp: Path) -> None:
+    from recframe.runs import fit_and_test
+
+    fitted = fit_and_test(SMOKE / "lightgcn.yaml", ["--trainer.max_epochs", "2"])
+    best = next(in_tmp.glob("runs/smoke_lightgcn/version_0/checkpoints/best-*.ckpt"))
+    cli = run_cli(["test", "--config", str(SMOKE / "lightgcn.yaml"), "--ckpt_path", str(best), *QUIET])
+    restored = {k[len("test/"):]: v for k, v in cli.trainer.callback_metrics.items() if k.startswith("test/")}
+    assert restored.keys() == fitted["test"].keys()
+    for key, value in fitted["test"].items():
+        assert float(restored[key]) == pytest.approx(value, abs=1e-7), key
