@@ -32,6 +32,12 @@ from recframe.models.base import RecModel
 class RecCLI(LightningCLI):
     """LightningCLI with recframe's links and defaults."""
 
+    @staticmethod
+    def subcommands() -> dict[str, set[str]]:
+        """fit/validate/test; Lightning's ``predict`` has no meaning for a ranking model here."""
+        subs = LightningCLI.subcommands()
+        return {name: subs[name] for name in ("fit", "validate", "test")}
+
     def add_arguments_to_parser(self, parser: Any) -> None:
         parser.link_arguments("data.n_items", "model.init_args.n_items", apply_on="instantiate")
         parser.link_arguments("data.n_users", "model.init_args.n_users", apply_on="instantiate")
@@ -132,9 +138,23 @@ def _data_command(argv: list[str]) -> int:
         return 2
 
 
+USAGE = """usage: recframe {fit,validate,test,data} ...
+
+  recframe fit      --config FILE [--key.sub VALUE ...]   train (and validate) a model from YAML
+  recframe validate --config FILE --ckpt_path CKPT        validation metrics of a checkpoint
+  recframe test     --config FILE --ckpt_path CKPT        test metrics of a checkpoint
+  recframe data     {prepare NAME, list}                  fetch, verify and cache datasets
+
+`recframe fit --help` lists every key of the config schema; `--print_config` shows the resolved config.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``recframe`` console script."""
     args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
     if args and args[0] == "data":
         return _data_command(args[1:])
     from recframe.errors import friendly_errors

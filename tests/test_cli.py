@@ -149,3 +149,16 @@ def test_test_subcommand_restores_a_graph_model_exactly(in_tmp: Path) -> None:
     assert restored.keys() == fitted["test"].keys()
     for key, value in fitted["test"].items():
         assert float(restored[key]) == pytest.approx(value, abs=1e-7), key
+
+
+def test_bare_command_prints_usage(capsys) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "recframe fit" in out and "recframe data" in out
+
+
+def test_unknown_subcommand_is_one_line(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["predict", "--config", "x.yaml"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'predict'" in err and len(err.splitlines()) == 1
