@@ -162,3 +162,19 @@ def test_unknown_subcommand_is_one_line(capsys) -> None:
         main(["predict", "--config", "x.yaml"])
     err = capsys.readouterr().err
     assert "invalid choice: 'predict'" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("config", sorted(p.name for p in SMOKE.glob("*.yaml")))
+def test_every_smoke_config_trains_and_tests(config: str, in_tmp: Path) -> None:
+    from recframe.runs import fit_and_test
+
+    res = fit_and_test(SMOKE / config, ["--trainer.max_epochs", "1"])
+    assert 0 < res["test"]["ndcg@10"] <= 1 and res["epochs"] == 1
+
+
+@pytest.mark.parametrize("config", sorted(p.name for p in SMOKE.parent.glob("*_ml100k*.yaml")))
+def test_every_ml100k_config_validates_against_the_schema(config: str, in_tmp: Path, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:  # --print_config validates, prints and exits before any work
+        main(["fit", "--config", str(SMOKE.parent / config), "--print_config"])
+    assert exc.value.code in (0, None)
+    assert "class_path: recframe.models." in capsys.readouterr().out
