@@ -93,6 +93,9 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=r".*`training_step` returned `None`.*")
     warnings.filterwarnings("ignore", message=r".*smaller than the logging interval.*")
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
+    # evaluation metrics are computed from sums already reduced across processes (RecModel),
+    # so every rank logs the same global value and Lightning's sync_dist advice does not apply
+    warnings.filterwarnings("ignore", message=r".*self\.log\('(val|test)[/_].*sync_dist=True.*")
 
 
 def run_cli(args: list[str] | None = None, run: bool = True) -> RecCLI:

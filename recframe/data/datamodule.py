@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any, Literal
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from recframe.data.batches import (
     HistoryCollate,
@@ -41,6 +42,27 @@ from recframe.data.batches import (
 )
 from recframe.data.interactions import DataError, Histories, Interactions
 from recframe.data.splits import Split, chronological_ratio, leave_one_out
+
+
+class ShardSampler(DistributedSampler):
+    """Evaluation shard of one process: indices ``rank, rank + world, ...`` with no padding.
+
+    Lightning's default ``DistributedSampler`` pads every shard to equal length
+    by repeating users, which would count those users twice in the metrics.
+    Being a ``DistributedSampler`` subclass, this one is left in place by
+    Lightning; shards may differ by one batch, which evaluation tolerates since
+    the evaluator only synchronises its sums at the end of the epoch.
+    """
+
+    def __init__(self, n: int, num_replicas: int, rank: int) -> None:
+        super().__init__(range(n), num_replicas=num_replicas, rank=rank, shuffle=False, drop_last=False)
+        self.n = n
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self.rank, self.n, self.num_replicas))
+
+    def __len__(self) -> int:
+        return len(range(self.rank, self.n, self.num_replicas))
 
 
 class _Indices(Dataset):
@@ -265,7 +287,11 @@ class RecDataModule(L.LightningDataModule):
 
     def _eval_loader(self, stage: Literal["valid", "test"]) -> DataLoader:
         es = self.eval_set(stage)
-        return DataLoader(_Indices(len(es.users)), batch_size=self.eval_batch_size, shuffle=False,
+        trainer = getattr(self, "trainer", None)
+        sampler = None
+        if trainer is not None and trainer.world_size > 1:
+            sampler = ShardSampler(len(es.users), trainer.world_size, trainer.global_rank)
+        return DataLoader(_Indices(len(es.users)), batch_size=self.eval_batch_size, sampler=sampler,
                           collate_fn=partial(es.batch, max_len=self.max_len), num_workers=self.num_workers)
 
     def val_dataloader(self) -> DataLoader:

@@ -101,7 +101,7 @@ class RecModel(L.LightningModule, ABC):
                                "parameters; return the training loss tensor.")
         if loss is not None:
             self.log("train/loss", loss, prog_bar=True, on_step=True, on_epoch=True,
-                     batch_size=_batch_size(batch))
+                     batch_size=_batch_size(batch), sync_dist=True)
         return loss
 
     def _eval_step(self, batch: dict[str, Tensor]) -> None:

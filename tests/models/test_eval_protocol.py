@@ -44,3 +44,32 @@ def test_nan_scores_raise_an_error_naming_the_model() -> None:
     model = _Broken(n_items=dm.n_items, n_users=dm.n_users, dim=8)
     with pytest.raises(NonFiniteScoresError, match="_Broken"):
         _test(model, 64)
+
+
+def test_sharded_evaluation_summed_across_processes_equals_one_process() -> None:
+    """What DDP does: each rank evaluates its shard, the sums are added, then metrics computed."""
+    from recframe.data.datamodule import ShardSampler
+    from recframe.metrics import FullRankingEvaluator
+
+    torch.manual_seed(0)
+    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split="ratio", eval_batch_size=16)
+    model = BPRMF(n_items=dm.n_items, n_users=dm.n_users, dim=8).eval()
+    es = dm.eval_set("test")
+    world = 3
+    shards = [list(ShardSampler(len(es.users), world, rank)) for rank in range(world)]
+    assert sorted(i for shard in shards for i in shard) == list(range(len(es.users)))  # each user once
+
+    def run(indices: list[int]) -> FullRankingEvaluator:
+        ev = FullRankingEvaluator(n_items=dm.n_items, signed=True, relevance="liked")
+        for start in range(0, len(indices), 16):
+            batch = es.batch(indices[start:start + 16], dm.max_len)
+            with torch.no_grad():
+                ev.update(model.score(batch), batch["targets"], batch["labels"], batch["seen"])
+        return ev
+
+    whole = run(list(range(len(es.users)))).compute()
+    parts = [run(shard).state_tensors() for shard in shards]
+    merged = FullRankingEvaluator(n_items=dm.n_items, signed=True, relevance="liked")
+    merged.load_state_tensors({k: sum(p[k] for p in parts) for k in parts[0]})
+    for key, value in whole.items():
+        assert merged.compute()[key] == pytest.approx(value, abs=1e-12), key
