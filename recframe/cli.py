@@ -24,7 +24,7 @@ from typing import Any
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
-from recframe.callbacks import RunMetadata
+from recframe.callbacks import RandomState, RunMetadata
 from recframe.data.datamodule import RecDataModule
 from recframe.models.base import RecModel
 
@@ -66,7 +66,7 @@ def default_trainer_settings() -> dict[str, Any]:
                       # one rewrites last.ckpt after every training epoch, so resuming loses <= 1 epoch
                       ModelCheckpoint(filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
                                       save_on_train_epoch_end=True, enable_version_counter=False),
-                      RunMetadata()],
+                      RunMetadata(), RandomState()],
         "plugins": [{"class_path": "recframe.checkpoint_io.AtomicCheckpointIO"}],
         "num_sanity_val_steps": 0,
         "log_every_n_steps": 10,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -30,7 +31,7 @@ from typing import Any, Literal
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
 
 from recframe.data.batches import (
     HistoryCollate,
@@ -63,6 +64,29 @@ class ShardSampler(DistributedSampler):
 
     def __len__(self) -> int:
         return len(range(self.rank, self.n, self.num_replicas))
+
+
+class EpochShuffle(Sampler[int]):
+    """A permutation of ``range(n)`` that is a pure function of (seed, epoch).
+
+    Lightning calls ``set_epoch`` before every training epoch. Unlike a
+    ``RandomSampler`` drawing from the global generator, the order does not
+    depend on how many random numbers were drawn before, so a run resumed from
+    a checkpoint sees exactly the batches the uninterrupted run saw.
+    """
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n, self.seed, self.epoch = n, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[int]:
+        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        return iter(torch.randperm(self.n, generator=gen).tolist())
+
+    def __len__(self) -> int:
+        return self.n
 
 
 class _Indices(Dataset):
@@ -209,8 +233,6 @@ class RecDataModule(L.LightningDataModule):
         return self._split
 
     def _build_split(self) -> Split:
-        import os
-
         from recframe.data.filters import k_core, signed_labels
 
         root = os.environ.get("RECFRAME_DATA", self.root)
@@ -282,8 +304,11 @@ class RecDataModule(L.LightningDataModule):
             collate = HistoryCollate(hist, np.flatnonzero(hist.lengths() > 0), self.max_len)
         else:
             raise DataError(f"unknown train_batch kind {kind!r}; use pairwise, sequence or history.")
-        return DataLoader(_Indices(len(collate)), batch_size=self.batch_size, shuffle=True,
-                          collate_fn=collate, num_workers=self.num_workers)
+        seed = int(os.environ.get("PL_GLOBAL_SEED", 0))  # set by seed_everything
+        # the loader's own generator seeds worker processes, leaving the global one untouched
+        return DataLoader(_Indices(len(collate)), batch_size=self.batch_size,
+                          sampler=EpochShuffle(len(collate), seed), collate_fn=collate,
+                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(seed))
 
     def _eval_loader(self, stage: Literal["valid", "test"]) -> DataLoader:
         es = self.eval_set(stage)
