@@ -81,6 +81,7 @@ def test_every_batch_kind_pickles_for_spawned_workers(kind: str, monkeypatch: py
                        batch_size=16)
     monkeypatch.setattr(dm, "_train_kind", lambda: kind)
     for loader in (dm.train_dataloader(), dm.val_dataloader(), dm.test_dataloader()):
+        # round-trips an object this test just pickled in memory (what spawned workers do), no file
         clone = pickle.loads(pickle.dumps(loader.collate_fn))
         torch_batch = clone(list(range(4)))
         first = next(iter(torch_batch.values()))
