@@ -241,7 +241,6 @@ class RecDataModule(L.LightningDataModule):
             inter = k_core(inter, user_k=self.user_k, item_k=self.item_k)
         inter = signed_labels(inter, like_threshold=self.like_threshold,
                               dislike_threshold=self.dislike_threshold)
-        self.full = inter
         if self.split_name == "loo":
             return leave_one_out(inter)
         return chronological_ratio(inter, train=self.ratio[0], valid=self.ratio[1])

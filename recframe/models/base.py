@@ -127,8 +127,6 @@ class RecModel(L.LightningModule, ABC):
         ev.reset()
         self.log_dict({f"{prefix}/{k}": v for k, v in values.items()}, sync_dist=False,
                       prog_bar=False, batch_size=1)
-        self.last_metrics = {**getattr(self, "last_metrics", {}), **{f"{prefix}/{k}": v
-                                                                      for k, v in values.items()}}
         return values
 
     def on_validation_epoch_start(self) -> None:
