@@ -15,8 +15,9 @@ import json
 import subprocess
 import sys
 import venv
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 VENVS = Path(__file__).resolve().parent / ".venvs"
 
@@ -49,6 +50,7 @@ def run_peer(python: Path, script: Path, args: Sequence[str] = (), *, timeout: f
     proc = subprocess.run([str(python), str(script), *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
     if proc.returncode != 0:
-        raise RuntimeError(f"peer script {script.name} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise RuntimeError(f"peer script {script.name} failed (exit {proc.returncode}):\n"
+                           f"{proc.stderr[-4000:]}")
     last = [line for line in proc.stdout.splitlines() if line.strip()][-1]
     return json.loads(last)

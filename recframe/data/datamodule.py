@@ -31,7 +31,7 @@ from typing import Any, Literal
 import lightning as L
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, DistributedSampler, Sampler
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from recframe.data.batches import (
     HistoryCollate,
@@ -66,27 +66,51 @@ class ShardSampler(DistributedSampler):
         return len(range(self.rank, self.n, self.num_replicas))
 
 
-class EpochShuffle(Sampler[int]):
-    """A permutation of ``range(n)`` that is a pure function of (seed, epoch).
+class EpochShuffle(DistributedSampler):
+    """A permutation of ``range(n)`` that is a pure function of (seed, epoch), sharded by step.
 
     Lightning calls ``set_epoch`` before every training epoch. Unlike a
     ``RandomSampler`` drawing from the global generator, the order does not
     depend on how many random numbers were drawn before, so a run resumed from
     a checkpoint sees exactly the batches the uninterrupted run saw.
+
+    Under DDP (``num_replicas`` > 1, ``batch_size`` per process) the permutation
+    is cut into global batches of ``num_replicas * batch_size`` and rank ``r``
+    takes positions ``r, r + R, ...`` of each. The ranks of one step therefore
+    see together exactly the batch a single process with batch size
+    ``R * batch_size`` sees, which (with :meth:`RecModel.training_step`'s
+    global-count loss scaling) makes DDP training follow the single-process run.
+    A final global batch smaller than ``R`` is dropped (at most ``R - 1`` rows per
+    epoch), because every rank must run the same number of steps.
+    Being a ``DistributedSampler`` subclass, Lightning leaves it in place.
     """
 
-    def __init__(self, n: int, seed: int) -> None:
-        self.n, self.seed, self.epoch = n, seed, 0
+    def __init__(self, n: int, seed: int, batch_size: int = 1, num_replicas: int = 1, rank: int = 0) -> None:
+        super().__init__(range(n), num_replicas=num_replicas, rank=rank, shuffle=False, drop_last=False)
+        self.n, self.seed, self.epoch, self.batch_size = n, seed, 0, batch_size
+        step = num_replicas * batch_size
+        tail = n % step
+        self.usable = n - tail if 0 < tail < num_replicas else n
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def __iter__(self) -> Iterator[int]:
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
-        return iter(torch.randperm(self.n, generator=gen).tolist())
+        perm = torch.randperm(self.n, generator=gen)[: self.usable]
+        if self.num_replicas == 1:
+            return iter(perm.tolist())
+        step = self.num_replicas * self.batch_size
+        mine = [perm[start:start + step][self.rank::self.num_replicas]
+                for start in range(0, self.usable, step)]
+        return iter(torch.cat(mine).tolist())
 
     def __len__(self) -> int:
-        return self.n
+        if self.num_replicas == 1:
+            return self.usable
+        step = self.num_replicas * self.batch_size
+        full, tail = divmod(self.usable, step)
+        return full * self.batch_size + len(range(self.rank, tail, self.num_replicas))
 
 
 class _Indices(Dataset):
@@ -305,9 +329,12 @@ class RecDataModule(L.LightningDataModule):
             raise DataError(f"unknown train_batch kind {kind!r}; use pairwise, sequence or history.")
         seed = int(os.environ.get("PL_GLOBAL_SEED", 0))  # set by seed_everything
         # the loader's own generator seeds worker processes, leaving the global one untouched
-        return DataLoader(_Indices(len(collate)), batch_size=self.batch_size,
-                          sampler=EpochShuffle(len(collate), seed), collate_fn=collate,
-                          num_workers=self.num_workers, generator=torch.Generator().manual_seed(seed))
+        trainer = getattr(self, "trainer", None)
+        world, rank = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+        sampler = EpochShuffle(len(collate), seed, self.batch_size, num_replicas=world, rank=rank)
+        return DataLoader(_Indices(len(collate)), batch_size=self.batch_size, sampler=sampler,
+                          collate_fn=collate, num_workers=self.num_workers,
+                          generator=torch.Generator().manual_seed(seed))
 
     def _eval_loader(self, stage: Literal["valid", "test"]) -> DataLoader:
         es = self.eval_set(stage)

@@ -68,6 +68,14 @@ class RecModel(L.LightningModule, ABC):
     def score(self, batch: dict[str, Tensor]) -> Tensor:
         """Scores ``[B, n_items + 1]`` for every item (padding column ignored)."""
 
+    def loss_terms(self, batch: dict[str, Tensor]) -> int:
+        """How many per-sample terms ``loss(batch)`` averages (default: the batch's rows).
+
+        Used under DDP only, to turn per-process means into the mean over the
+        whole global batch (see :meth:`training_step`).
+        """
+        return _batch_size(batch)
+
     def bind_data(self, train: Any) -> None:
         """Derive model state from the training :class:`Interactions` (default: nothing)."""
 
@@ -99,10 +107,25 @@ class RecModel(L.LightningModule, ABC):
         if loss is None and any(p.requires_grad for p in self.parameters()):
             raise RuntimeError(f"{type(self).__name__}.loss returned None but the model has trainable "
                                "parameters; return the training loss tensor.")
+        if loss is not None and self._trainer is not None and self.trainer.world_size > 1:
+            loss = self._global_batch_mean(loss, self.loss_terms(batch))
         if loss is not None:
             self.log("train/loss", loss, prog_bar=True, on_step=True, on_epoch=True,
                      batch_size=_batch_size(batch), sync_dist=True)
         return loss
+
+    def _global_batch_mean(self, local_mean: Tensor, terms: int) -> Tensor:
+        """Rescale a per-process mean so that DDP's gradient average is the global-batch mean.
+
+        DDP averages gradients over the ``R`` processes. With ``n_r`` terms on
+        rank ``r`` and ``N = sum n_r``, returning ``mean_r * n_r * R / N`` makes
+        that average the gradient of ``sum(all terms) / N``, which is exactly what
+        one process computes on the union of the ranks' batches, even when the
+        ranks hold different numbers of terms (e.g. sequence targets).
+        """
+        count = torch.tensor(float(terms), device=local_mean.device)
+        total = self.trainer.strategy.reduce(count.clone(), reduce_op="sum")
+        return local_mean * (count * self.trainer.world_size / total)
 
     def _eval_step(self, batch: dict[str, Tensor]) -> None:
         if self.evaluator is None:
@@ -149,6 +172,7 @@ class RecModel(L.LightningModule, ABC):
 
 class EmbeddingModel(RecModel):
     """A model that scores by inner product of a query and item embeddings."""
+    score_metric: ClassVar[str] = "ip"  # how score() compares query and items: "ip" inner product or "cosine"
 
     @abstractmethod
     def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:

@@ -98,6 +98,9 @@ class SASRec(EmbeddingModel):
         logits = torch.cat([pos_logit, neg_logit], dim=1)
         return F.cross_entropy(logits, torch.zeros(len(target), dtype=torch.long, device=h.device))
 
+    def loss_terms(self, batch: dict[str, Tensor]) -> int:
+        return int((batch["target"] > 0).sum())
+
     def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
         return self.encode(batch["history"])[:, -1]
 
