@@ -308,6 +308,43 @@ class RecDataModule(L.LightningDataModule):
     def setup(self, stage: str | None = None) -> None:
         _ = self.split
 
+    # ------------------------------------------------------------ checkpoint
+    def state_dict(self) -> dict[str, Any]:
+        """What serving needs, stored in every checkpoint (Lightning calls this when saving).
+
+        Raw id maps, item titles, every user's full time-ordered history over
+        train + valid + test (CSR; the items ``exclude_seen`` removes and the
+        input of sequential models), item popularity over the same rows (the
+        cold-start fallback), ``max_len`` and the data fingerprint. All tensors,
+        strings and lists, so the checkpoint still loads with ``weights_only=True``.
+        """
+        sp = self.split
+        full = sp.train.concat(sp.valid).concat(sp.test)
+        hist = full.histories
+        feats = full.item_features
+        titles = None if feats is None or feats.title is None else [str(t) for t in feats.title]
+        return {
+            "fingerprint": self.fingerprint,
+            "dataset": str(self.dataset),
+            "max_len": int(self.max_len),
+            "user_ids": [str(u) for u in full.user_ids],
+            "item_ids": [str(i) for i in full.item_ids],
+            "item_titles": titles,
+            "seen_indptr": torch.from_numpy(np.asarray(hist.indptr, dtype=np.int64)),
+            "seen_items": torch.from_numpy(np.asarray(hist.items, dtype=np.int64)),
+            "popularity": torch.from_numpy(
+                np.bincount(full.item, minlength=full.n_items + 1).astype(np.int64)),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """On resume, refuse a checkpoint trained on different data or data settings."""
+        saved = state_dict.get("fingerprint")
+        if saved and saved != self.fingerprint:
+            raise DataError(
+                f"the checkpoint was trained on data with fingerprint {saved} but data.dataset="
+                f"{self.dataset!r} with these settings gives {self.fingerprint}; resume with the config the "
+                "run was started with (the checkpoint's config is under checkpoint['recframe']['config']).")
+
     # ----------------------------------------------------------- dataloaders
     def _train_kind(self) -> str:
         trainer = getattr(self, "trainer", None)

@@ -45,6 +45,9 @@ class RecModel(L.LightningModule, ABC):
     """
 
     train_batch: ClassVar[str] = "pairwise"
+    #: whether ``score`` reads the ``history`` of a batch (sequential models) rather than ``users``;
+    #: only such models can score an arbitrary history passed to ``Recommender.recommend``
+    uses_history: ClassVar[bool] = False
 
     def __init__(self, n_items: int, n_users: int = 0, lr: float = 1e-3, weight_decay: float = 0.0,
                  optimizer: Literal["adam", "adamw"] = "adam") -> None:

@@ -42,6 +42,7 @@ class SASRec(EmbeddingModel):
     """
 
     train_batch: ClassVar[str] = "sequence"
+    uses_history: ClassVar[bool] = True
 
     def __init__(self, n_items: int, n_users: int = 0, max_len: int = 50, hidden: int = 64,
                  n_layers: int = 2, n_heads: int = 2, inner: int = 256, dropout: float = 0.2,
