@@ -141,12 +141,45 @@ def _data_command(argv: list[str]) -> int:
         return 2
 
 
-USAGE = """usage: recframe {fit,validate,test,data} ...
+def _recommend_command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="recframe recommend", description="Top-k recommendations from a checkpoint, in raw ids.")
+    parser.add_argument("--ckpt", required=True, help="checkpoint written by `recframe fit`")
+    who = parser.add_mutually_exclusive_group(required=True)
+    who.add_argument("--user", action="append", help="raw user id (repeat for several users)")
+    who.add_argument("--history", action="append",
+                     help="comma-separated raw item ids, oldest first (sequential models; repeatable)")
+    parser.add_argument("-k", type=int, default=10, help="items per user (default 10)")
+    parser.add_argument("--include-seen", action="store_true",
+                        help="keep items the user already interacted with")
+    parser.add_argument("--cold-start", choices=["error", "popularity"], default="error",
+                        help="unknown users: error (default) or the most popular items")
+    parser.add_argument("--index", default="Flat",
+                        help="FAISS factory string for embedding models (default Flat, exact)")
+    ns = parser.parse_args(argv)
+    from recframe.checkpoint_io import CheckpointError
+    from recframe.serving import Recommender, UnknownIdError
+
+    try:
+        rec = Recommender.from_checkpoint(ns.ckpt, index=ns.index)
+        histories = [h.split(",") for h in ns.history] if ns.history else None
+        out = rec.recommend(users=ns.user, histories=histories, k=ns.k, exclude_seen=not ns.include_seen,
+                            cold_start=ns.cold_start)
+    except (CheckpointError, UnknownIdError, ValueError) as exc:
+        print(f"recframe recommend: error: {exc}", file=sys.stderr)
+        return 2
+    frame = out.to_frame()
+    print(frame.to_string(index=False) if len(frame) else "no eligible items")
+    return 0
+
+
+USAGE = """usage: recframe {fit,validate,test,data,recommend} ...
 
   recframe fit      --config FILE [--key.sub VALUE ...]   train (and validate) a model from YAML
   recframe validate --config FILE --ckpt_path CKPT        validation metrics of a checkpoint
   recframe test     --config FILE --ckpt_path CKPT        test metrics of a checkpoint
   recframe data     {prepare NAME, list}                  fetch, verify and cache datasets
+  recframe recommend --ckpt CKPT --user ID [-k 10]        top-k items for a user, with titles
 
 `recframe fit --help` lists every key of the config schema; `--print_config` shows the resolved config.
 """
@@ -160,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args and args[0] == "data":
         return _data_command(args[1:])
+    if args and args[0] == "recommend":
+        return _recommend_command(args[1:])
     from recframe.errors import friendly_errors
 
     configs = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--config", "-c")]

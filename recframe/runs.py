@@ -37,6 +37,7 @@ def fit_and_test(config: str | Path, extra: list[str] | None = None, quiet: bool
         "train_seconds": round(train_s, 1),
         "epochs": trainer.current_epoch,
         "best_checkpoint_epoch": _epoch_of(best),
+        "best_checkpoint": best,
         "seed": cli.config.get("seed_everything"),
         "data_fingerprint": dm.fingerprint,
         "valid": {k[len("val/"):]: v for k, v in val.items() if k.startswith("val/")},

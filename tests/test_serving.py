@@ -137,3 +137,17 @@ def test_titles_and_frame(trained) -> None:
     frame = rec.recommend(users=rec.user_ids[1:3], k=3).to_frame()
     assert list(frame.columns[:4]) == ["query", "rank", "item", "score"]
     assert len(frame) == 6 and frame["rank"].tolist() == [1, 2, 3, 1, 2, 3]
+
+
+def test_recommend_cli(trained, capsys) -> None:
+    from recframe.cli import main
+
+    ckpt = str(trained["sasrec"][0])
+    rec = Recommender.from_checkpoint(ckpt)
+    user = rec.user_ids[3]
+    assert main(["recommend", "--ckpt", ckpt, "--user", user, "-k", "4"]) == 0
+    printed = capsys.readouterr().out
+    for item in rec.recommend(users=[user], k=4).items[0]:
+        assert f" {item} " in printed
+    assert main(["recommend", "--ckpt", ckpt, "--user", "nobody"]) == 2
+    assert "unknown user 'nobody'" in capsys.readouterr().err
