@@ -210,8 +210,8 @@ class Recommender:
             if u is None:
                 if cold_start == "error":
                     raise UnknownIdError(f"unknown user {raw!r}: the checkpoint's data has no such user id; "
-                                         "pass cold_start='popularity' to answer unknown users with popular "
-                                         "items.")
+                                         "pass cold_start='popularity' (CLI: --cold-start popularity) "
+                                         "to answer unknown users with popular items.")
                 rows.append(None)
                 continue
             dense[i] = u
