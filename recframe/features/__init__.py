@@ -1,0 +1,13 @@
+"""Item feature matrices for semantic-ID tokenizers and content-aware models.
+
+``item_content_features(item_features)`` embeds item text (offline MiniLM, cached) or falls back
+to non-text metadata features; ``as_feature_matrix(x)`` validates any ``[n_items + 1, d]`` matrix.
+"""
+
+from recframe.features.item_content import item_content_features
+from recframe.features.matrix import as_feature_matrix
+from recframe.features.metadata import metadata_features
+from recframe.features.text_encoder import DEFAULT_ENCODER, default_cache_dir, text_embeddings
+
+__all__ = ["item_content_features", "as_feature_matrix", "metadata_features", "text_embeddings",
+           "default_cache_dir", "DEFAULT_ENCODER"]

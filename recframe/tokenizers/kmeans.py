@@ -1,0 +1,145 @@
+"""Seeded k-means and balanced k-means on numpy arrays (the core of RQ-KMeans and RQ-VAE init).
+
+* :func:`kmeans`: k-means++ seeding (Arthur & Vassilvitskii, 2007) then Lloyd iterations until
+  the assignment stops changing (or ``n_iter``); an empty cluster is re-seeded at the point
+  farthest from its centroid (as scikit-learn does). With ``n_init > 1`` the run with the lowest
+  inertia is kept. The final labels are the nearest centroids, so re-encoding the training points
+  reproduces them.
+* ``balanced=True``: Lloyd iterations whose assignment step is :func:`balanced_assign`, a
+  capacity-constrained assignment in which every cluster gets ``floor(n/k)`` or ``ceil(n/k)``
+  points exactly. It runs in rounds (deferred acceptance): each unassigned point proposes to its
+  nearest cluster that still has room; each cluster keeps its closest proposers up to its
+  remaining capacity and turns the rest away; repeat. At most ``k`` rounds, each vectorised
+  ``O(n k)``. The ``n mod k`` clusters allowed ``ceil(n/k)`` points are the ones most points have
+  as their nearest centroid. This is the greedy variant of equal-size k-means used for
+  semantic IDs (e.g. OneRec's balanced RQ-KMeans), chosen over Sinkhorn rounding because it gives
+  exactly equal sizes with no temperature to tune. Centroids are the means of their (constrained)
+  clusters, so every residual level still lowers the reconstruction error.
+
+Distances are squared Euclidean in float64, computed in row chunks to bound memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+CHUNK_ROWS = 65536
+
+
+def sq_dists(x: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances ``[n, k]`` between rows of ``x`` and ``c`` (float64, clipped at 0)."""
+    x = np.asarray(x, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    d = (x * x).sum(1)[:, None] - 2.0 * x @ c.T + (c * c).sum(1)[None, :]
+    return np.maximum(d, 0.0)
+
+
+def nearest(x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, sq_distance)`` of each row's nearest centroid (ties -> lowest index), chunked."""
+    labels = np.empty(len(x), dtype=np.int64)
+    dist = np.empty(len(x), dtype=np.float64)
+    for start in range(0, len(x), CHUNK_ROWS):
+        d = sq_dists(x[start:start + CHUNK_ROWS], c)
+        lab = d.argmin(1)
+        labels[start:start + len(d)] = lab
+        dist[start:start + len(d)] = d[np.arange(len(d)), lab]
+    return labels, dist
+
+
+def kmeans_plusplus(x: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding: ``k`` rows of ``x`` drawn with probability proportional to D(x)^2."""
+    x = np.asarray(x, dtype=np.float64)
+    centres = np.empty((k, x.shape[1]), dtype=np.float64)
+    centres[0] = x[rng.integers(len(x))]
+    closest = sq_dists(x, centres[:1])[:, 0]
+    for j in range(1, k):
+        total = closest.sum()
+        idx = rng.choice(len(x), p=closest / total) if total > 0 else rng.integers(len(x))
+        centres[j] = x[idx]
+        closest = np.minimum(closest, sq_dists(x, centres[j:j + 1])[:, 0])
+    return centres
+
+
+def balanced_assign(dist: np.ndarray) -> np.ndarray:
+    """Assign ``n`` points to ``k`` clusters of size ``floor(n/k)`` or ``ceil(n/k)`` (module docstring).
+
+    ``dist``: ``[n, k]`` costs. Returns int64 labels ``[n]``.
+    """
+    n, k = dist.shape
+    base, extra = divmod(n, k)
+    demand = np.bincount(dist.argmin(1), minlength=k)
+    capacity = np.full(k, base, dtype=np.int64)
+    capacity[np.argsort(-demand, kind="stable")[:extra]] += 1
+    labels = np.full(n, -1, dtype=np.int64)
+    open_cost = dist.copy()
+    open_cost[:, capacity == 0] = np.inf
+    while True:
+        todo = np.flatnonzero(labels < 0)
+        if len(todo) == 0:
+            return labels
+        choice = open_cost[todo].argmin(1)
+        cost = open_cost[todo, choice]
+        order = np.lexsort((cost, choice))  # by cluster, nearest proposer first
+        todo, choice = todo[order], choice[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(choice)) + 1]
+        rank = np.arange(len(choice)) - np.repeat(starts, np.diff(np.r_[starts, len(choice)]))
+        accept = rank < capacity[choice]
+        labels[todo[accept]] = choice[accept]
+        capacity -= np.bincount(choice[accept], minlength=k)
+        open_cost[:, capacity == 0] = np.inf
+
+
+def kmeans(x: np.ndarray, k: int, *, rng: np.random.Generator, n_iter: int = 100, n_init: int = 1,
+           balanced: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
+    """Cluster the rows of ``x`` into ``k`` clusters; returns ``(centroids [k, d], labels [n], inertia)``.
+
+    ``inertia`` is the sum of squared distances of the points to their assigned centroid.
+
+    Raises:
+        ValueError: ``k`` is not in ``1..len(x)``.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if not 1 <= k <= len(x):
+        raise ValueError(f"k-means needs 1 <= codebook size <= number of points; got codebook size {k} for "
+                         f"{len(x)} points. Use a smaller codebook_size.")
+    best = None
+    for _ in range(max(1, n_init)):
+        run = _lloyd(x, kmeans_plusplus(x, k, rng), n_iter=n_iter, balanced=balanced)
+        if best is None or run[2] < best[2]:
+            best = run
+    return best
+
+
+def _lloyd(x: np.ndarray, centres: np.ndarray, *, n_iter: int, balanced: bool
+           ) -> tuple[np.ndarray, np.ndarray, float]:
+    k = len(centres)
+    labels = None
+    for _ in range(max(1, n_iter)):
+        if balanced:
+            new = balanced_assign(sq_dists(x, centres))
+        else:
+            new, _ = nearest(x, centres)
+        if labels is not None and np.array_equal(new, labels):
+            break
+        labels = new
+        centres = _update(x, labels, centres, k)
+    if not balanced:  # labels = nearest centroid, so encoding the training points reproduces them
+        labels, _ = nearest(x, centres)
+    inertia = float(((x - centres[labels]) ** 2).sum())
+    return centres, labels, inertia
+
+
+def _update(x: np.ndarray, labels: np.ndarray, centres: np.ndarray, k: int) -> np.ndarray:
+    counts = np.bincount(labels, minlength=k)
+    n = len(labels)
+    member = sparse.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
+    sums = np.asarray(member @ x)
+    new = centres.copy()
+    filled = counts > 0
+    new[filled] = sums[filled] / counts[filled, None]
+    empty = np.flatnonzero(~filled)
+    if len(empty):  # re-seed empty clusters at the points farthest from their centroid
+        far = np.argsort(-((x - new[labels]) ** 2).sum(1), kind="stable")[:len(empty)]
+        new[empty] = x[far]
+    return new
