@@ -21,10 +21,9 @@ from torch import Tensor
 
 from recframe.metrics.ranking import (
     STANDARD_METRICS,
-    eligible_mask,
+    masked_topk,
     standard_metrics,
     target_ranks,
-    topk_items,
 )
 from recframe.metrics.signed import SIGNED_METRICS, signed_metrics, signed_user_masks
 
@@ -44,7 +43,8 @@ class FullRankingEvaluator:
     * Standard metrics average over users with at least one relevant held-out item; signed metrics follow the
       user rules of :mod:`recframe.metrics.signed`. An average over zero users is reported as ``nan``.
     * ``item_coverage@K = |union over users of top-K eligible items| / n_items``, over every row that has at
-      least one held-out item; the top-K comes from :func:`torch.topk`, so ties inside it follow topk's order.
+      least one held-out item; the top-K comes from :func:`torch.topk` (via
+      :func:`~recframe.metrics.ranking.masked_topk`), so ties inside it follow topk's order.
 
     Formulas are in :func:`recframe.metrics.ranking.standard_metrics` (``map`` uses ranx's denominator
     ``|R|``) and :func:`recframe.metrics.signed.signed_metrics`.
@@ -167,8 +167,7 @@ class FullRankingEvaluator:
             self._state[f"count/{name}"] += mask.sum(dtype=torch.float64)
 
     def _update_coverage(self, scores: Tensor, targets: Tensor, seen: Tensor | None, rows: Tensor) -> None:
-        eligible = eligible_mask(scores.shape[1], targets, seen)
-        items, ok = topk_items(scores, eligible, max(self.ks))
+        items, ok = masked_topk(scores, targets, seen, max(self.ks))
         ok &= rows[:, None]
         coverage = self._state["coverage"]
         for i, k in enumerate(self.ks):

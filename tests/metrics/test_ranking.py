@@ -219,18 +219,36 @@ def test_ranks_match_brute_force_reference_with_ties(batch):
         assert len(kept) == len(set(kept))
 
 
-def test_many_targets_use_sort_path_and_agree_with_compare():
+@pytest.mark.parametrize("n_targets", [12, 80])  # "auto" compares up to 64 targets, sorts above
+def test_many_targets_sort_and_compare_paths_agree(n_targets):
     g = torch.Generator().manual_seed(1)
-    scores = torch.randint(0, 5, (6, 30), generator=g).float()
-    targets = torch.randint(0, 30, (6, 12), generator=g)
-    labels = torch.randint(-1, 2, (6, 12), generator=g)
-    seen = torch.randint(0, 30, (6, 5), generator=g)
+    scores = torch.randint(0, 5, (6, 100), generator=g).float()
+    targets = torch.randint(0, 100, (6, n_targets), generator=g)
+    labels = torch.randint(-1, 2, (6, n_targets), generator=g)
+    seen = torch.randint(0, 100, (6, 5), generator=g)
     auto, _ = target_ranks(scores, targets, labels, seen)
     compare, _ = target_ranks(scores, targets, labels, seen, strategy="compare")
+    sort, _ = target_ranks(scores, targets, labels, seen, strategy="sort")
     assert (
         auto.tolist()
         == compare.tolist()
+        == sort.tolist()
         == reference_ranks(scores.tolist(), targets.tolist(), labels.tolist(), seen.tolist())
     )
     with pytest.raises(ValueError, match="strategy"):
         target_ranks(scores, targets, labels, strategy="fast")
+
+
+def test_multi_block_streaming_matches_the_reference(monkeypatch):
+    """The CPU passes work through blocks of rows; tiny blocks must give the same ranks."""
+    import recframe.metrics.ranking as ranking
+
+    monkeypatch.setattr(ranking, "_CPU_BLOCK_ELEMENTS", 8)
+    g = torch.Generator().manual_seed(2)
+    scores = torch.randint(0, 4, (7, 13), generator=g).float()
+    targets = torch.randint(0, 13, (7, 3), generator=g)
+    labels = torch.randint(-1, 2, (7, 3), generator=g)
+    seen = torch.randint(0, 13, (7, 4), generator=g)
+    ranks, _ = target_ranks(scores, targets, labels, seen, strategy="compare")
+    expected = reference_ranks(scores.tolist(), targets.tolist(), labels.tolist(), seen.tolist())
+    assert ranks.tolist() == expected
