@@ -1,0 +1,171 @@
+"""Attention for semantic-ID backbones: many short query rows per user against one shared context.
+
+Generative scoring asks the same question for many code prefixes of one user
+(every trie node of a level, or every beam): "given this user's history and this
+prefix, what is the next code?". The tensors are therefore shaped
+``[B, N, q, D]``: ``B`` users, ``N`` rows (prefixes / targets) per user, ``q``
+tokens per row. Each row attends causally to its own tokens and, optionally, to
+a per-user context (the encoder memory, or the cached history of a decoder-only
+model) that is shared by the user's ``N`` rows and never copied ``N`` times:
+the context scores are one ``einsum`` against ``[B, K, D]`` keys.
+
+Heads are exposed through ``head_hook`` (``hook(module, heads) -> heads`` on the
+per-head outputs ``[B, N, H, q, d_h]``), the introspection protocol add-ons use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+class RowAttention(nn.Module):
+    """Multi-head attention of ``[B, N, q]`` query rows over their own tokens plus a shared context.
+
+    Args:
+        dim: model width.
+        n_heads: attention heads.
+        dropout: dropout on attention probabilities (training only).
+        attend_self: whether rows attend to their own tokens (self-attention).
+        attend_context: whether rows may attend to a per-user context (cross-attention, or a
+            decoder-only model's cached history; optional when ``attend_self``).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        dropout: float,
+        *,
+        attend_self: bool = True,
+        attend_context: bool = False,
+    ) -> None:
+        super().__init__()
+        if dim % n_heads:
+            raise ValueError(f"hidden size {dim} is not divisible by n_heads={n_heads}")
+        self.n_heads, self.head_dim = n_heads, dim // n_heads
+        self.attend_self, self.attend_context = attend_self, attend_context
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.dropout = dropout
+        self.head_hook: Callable[[nn.Module, Tensor], Tensor] | None = None
+
+    def context_kv(self, context: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values ``[B, K, H, d_h]`` of a context ``[B, K, D]`` (cache them across calls)."""
+        B, K, _ = context.shape
+        k, v = self.kv(context).view(B, K, 2, self.n_heads, self.head_dim).unbind(2)
+        return k, v
+
+    def forward(
+        self,
+        x: Tensor,
+        *,
+        self_mask: Tensor | None = None,
+        self_bias: Tensor | None = None,
+        context_kv: tuple[Tensor, Tensor] | None = None,
+        context_mask: Tensor | None = None,
+        context_bias: Tensor | None = None,
+    ) -> Tensor:
+        """Attend and project back.
+
+        Args:
+            x: ``[B, N, q, D]`` query rows.
+            self_mask: bool, broadcastable to ``[B, N, 1, q, q]`` (True = visible).
+            self_bias: float, broadcastable to ``[B, N, H, q, q]``.
+            context_kv: from :meth:`context_kv`.
+            context_mask: bool, broadcastable to ``[B, N, 1, q, K]``.
+            context_bias: float, broadcastable to ``[B, N, H, q, K]``.
+        """
+        B, N, q, D = x.shape
+        H, dh = self.n_heads, self.head_dim
+        Q = self.q(x).view(B, N, q, H, dh) / dh**0.5
+        logits, values = [], []
+        if self.attend_self:
+            k, v = self.kv(x).view(B, N, q, 2, H, dh).unbind(3)
+            s = torch.einsum("bnqhd,bnkhd->bnhqk", Q, k)
+            if self_bias is not None:
+                s = s + self_bias
+            if self_mask is not None:
+                s = s.masked_fill(~self_mask, float("-inf"))
+            logits.append(s)
+            values.append(("self", v))
+        if self.attend_context and context_kv is None and not self.attend_self:
+            raise ValueError("a cross-attention needs context_kv (the encoder memory)")
+        if self.attend_context and context_kv is not None:
+            ck, cv = context_kv
+            s = torch.einsum("bnqhd,bkhd->bnhqk", Q, ck)
+            if context_bias is not None:
+                s = s + context_bias
+            if context_mask is not None:
+                s = s.masked_fill(~context_mask, float("-inf"))
+            logits.append(s)
+            values.append(("context", cv))
+        probs = torch.softmax(torch.cat(logits, -1), dim=-1).nan_to_num(0.0)
+        probs = F.dropout(probs, self.dropout, self.training)
+        heads, start = 0, 0
+        for (kind, v), s in zip(values, logits):
+            width = s.shape[-1]
+            p = probs[..., start : start + width]
+            start += width
+            eq = "bnhqk,bnkhd->bnhqd" if kind == "self" else "bnhqk,bkhd->bnhqd"
+            heads = heads + torch.einsum(eq, p, v)
+        if self.head_hook is not None:
+            heads = self.head_hook(self, heads)
+        return self.out(heads.permute(0, 1, 3, 2, 4).reshape(B, N, q, D))
+
+
+class RowBlock(nn.Module):
+    """Pre-norm transformer block on ``[B, N, q, D]`` rows: self-attention, optional cross-attention, FFN."""
+
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        inner: int,
+        dropout: float,
+        *,
+        cross: bool = False,
+        self_sees_context: bool = False,
+    ) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = RowAttention(dim, n_heads, dropout, attend_self=True, attend_context=self_sees_context)
+        self.cross = None
+        if cross:
+            self.norm_c = nn.LayerNorm(dim)
+            self.cross = RowAttention(dim, n_heads, dropout, attend_self=False, attend_context=True)
+        self.norm2 = nn.LayerNorm(dim)
+        self.ffn = nn.Sequential(nn.Linear(dim, inner), nn.GELU(), nn.Dropout(dropout), nn.Linear(inner, dim))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: Tensor,
+        *,
+        self_mask: Tensor | None = None,
+        self_bias: Tensor | None = None,
+        past_kv: tuple[Tensor, Tensor] | None = None,
+        past_mask: Tensor | None = None,
+        past_bias: Tensor | None = None,
+        memory_kv: tuple[Tensor, Tensor] | None = None,
+        memory_mask: Tensor | None = None,
+    ) -> Tensor:
+        """``past_*``: cached history the self-attention also sees (decoder-only continuation);
+        ``memory_*``: encoder memory for the cross-attention (encoder–decoder)."""
+        x = x + self.drop(
+            self.attn(
+                self.norm1(x),
+                self_mask=self_mask,
+                self_bias=self_bias,
+                context_kv=past_kv,
+                context_mask=past_mask,
+                context_bias=past_bias,
+            )
+        )
+        if self.cross is not None:
+            x = x + self.drop(self.cross(self.norm_c(x), context_kv=memory_kv, context_mask=memory_mask))
+        return x + self.drop(self.ffn(self.norm2(x)))

@@ -1,0 +1,206 @@
+"""Generative recommenders on semantic IDs: ``TIGER`` (encoder–decoder) and ``SIDDecoder`` (decoder-only).
+
+Both are :class:`~recframe.models.base.RecModel` subclasses, so they train,
+validate, test, checkpoint and serve exactly like SASRec:
+
+* ``bind_data(train)`` embeds the items' content (:mod:`recframe.features`),
+  fits the configured tokenizer (:mod:`recframe.tokenizers`) into a
+  :class:`~recframe.tokenizers.SIDTable`, and builds the backbone on its code
+  table. The table lives in the model's buffers (and its full state under
+  ``checkpoint["sid_table"]``), so a checkpoint is self-contained: loading it
+  rebuilds the backbone from the stored codes, with no tokenizer and no data;
+* ``loss`` is teacher forcing on sliding windows, every position a target;
+* ``score`` is **exact full-catalogue scoring**: the log-probability of every
+  item's code path, ``sum_l log softmax_l(step(prefix_l))[c_l]``, walking the
+  trie level by level (all nodes of a level in one batched call per user
+  chunk). The common evaluator therefore ranks generative models exactly like
+  every other model. Each level's softmax runs over that level's full codebook,
+  as the models are trained (TIGER); constrained beam search
+  (:meth:`GenerativeRecModel.generate`) masks invalid codes of the same scores.
+
+``trierec: true`` adds TrieRec's encodings (:mod:`recframe.models.generative.trierec`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from recframe.models.base import RecModel
+from recframe.models.generative.backbones import DecoderBackbone, SIDBackbone, TigerBackbone
+from recframe.models.generative.decoding import BeamResult, beam_search, exact_scores
+from recframe.models.generative.trie import SIDTrie
+from recframe.tokenizers import SIDTokenizer
+
+logger = logging.getLogger("recframe.generative")
+
+#: budget (elements) of one attention-logit block during exact scoring; rows are chunked to fit it
+SCORE_BLOCK = 1 << 24
+
+
+class GenerativeRecModel(RecModel):
+    """Shared training/scoring of semantic-ID generative models (see module docstring).
+
+    Args:
+        n_items, n_users: linked from the datamodule.
+        tokenizer: a :mod:`recframe.tokenizers` tokenizer (``fit(features) -> SIDTable``); needed to train,
+            not to load a checkpoint.
+        features: item content: ``text`` (title, year, genres through all-MiniLM-L6-v2, falling back to the
+            documented non-text features without the ``text`` extra) or ``none`` (the fallback features).
+        max_len: history items per window.
+        dim, n_layers, n_heads, inner, dropout: backbone sizes.
+        trierec: add TrieRec's trie-aware absolute and topology-aware relative encodings.
+        lr, weight_decay, optimizer: optimiser.
+    """
+
+    train_batch: ClassVar[str] = "sequence"
+    uses_history: ClassVar[bool] = True
+    backbone_class: ClassVar[type[SIDBackbone]]
+
+    def __init__(
+        self,
+        n_items: int,
+        n_users: int = 0,
+        tokenizer: SIDTokenizer | None = None,
+        features: Literal["text", "none"] = "text",
+        max_len: int = 20,
+        dim: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 2,
+        inner: int = 256,
+        dropout: float = 0.1,
+        trierec: bool = False,
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        optimizer: Literal["adam", "adamw"] = "adamw",
+    ) -> None:
+        super().__init__(n_items, n_users, lr, weight_decay, optimizer)
+        self.save_hyperparameters(ignore=["tokenizer"])
+        self.tokenizer = tokenizer
+        self.features = features
+        self.max_len = max_len
+        self.sizes = {
+            "dim": dim,
+            "n_layers": n_layers,
+            "n_heads": n_heads,
+            "inner": inner,
+            "dropout": dropout,
+        }
+        self.trierec = trierec
+        self.backbone: SIDBackbone | None = None
+        self.sid_table_state: dict[str, Any] | None = None
+        self._trie: SIDTrie | None = None
+
+    # --------------------------------------------------------------- build
+    def bind_data(self, train: Any) -> None:
+        if self.backbone is not None:
+            return
+        if self.tokenizer is None:
+            raise ValueError(
+                f"{type(self).__name__} needs model.init_args.tokenizer (e.g. class_path: "
+                "recframe.tokenizers.RQKMeans) to build its semantic IDs."
+            )
+        from recframe.features import item_content_features
+
+        if train.item_features is None:
+            raise ValueError(
+                f"{type(self).__name__} needs item content features, but dataset "
+                f"{train.name!r} has none (titles/genres); use a dataset with item features."
+            )
+        matrix = item_content_features(
+            train.item_features, encoder="all-MiniLM-L6-v2" if self.features == "text" else "none"
+        )
+        table = self.tokenizer.fit(matrix)
+        logger.info("semantic IDs: %s", table.stats)
+        self.sid_table_state = table.state_dict()
+        self._build(np.asarray(table.codes), tuple(table.codebook_sizes))
+
+    def _build(self, codes: np.ndarray, codebook_sizes: tuple[int, ...]) -> None:
+        if codes.shape[0] != self.n_items + 1:
+            raise ValueError(f"the SID table has {codes.shape[0] - 1} items but the model {self.n_items}.")
+        self.backbone = self.backbone_class(
+            codes, codebook_sizes, window=self.max_len, trierec=self.trierec, **self.sizes
+        )
+        self.register_buffer("codebook_sizes_t", torch.tensor(codebook_sizes, dtype=torch.long))
+        self._trie = None
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False):  # type: ignore[override]
+        # a fresh model has no backbone until its SID table is known; the checkpoint carries the codes
+        if self.backbone is None and "backbone.codes" in state_dict:
+            self._build(
+                state_dict["backbone.codes"].cpu().numpy(),
+                tuple(int(v) for v in state_dict["codebook_sizes_t"]),
+            )
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if self.sid_table_state is not None:
+            checkpoint["sid_table"] = self.sid_table_state
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.sid_table_state = checkpoint.get("sid_table")
+        state = checkpoint.get("state_dict", {})
+        if self.backbone is None and "backbone.codes" in state:
+            self._build(
+                state["backbone.codes"].cpu().numpy(), tuple(int(v) for v in state["codebook_sizes_t"])
+            )
+
+    @property
+    def trie(self) -> SIDTrie:
+        """The item trie of the SID table (built on first use, on the model's device)."""
+        if self._trie is None or self._trie.device != self.backbone.codes.device:
+            self._trie = SIDTrie.from_codes(self.backbone.codes, tuple(self.backbone.codebook_sizes)).to(
+                self.backbone.codes.device
+            )
+        return self._trie
+
+    def _require_backbone(self) -> SIDBackbone:
+        if self.backbone is None:
+            raise RuntimeError(
+                f"{type(self).__name__} has no semantic IDs yet: fit it (bind_data) or load a "
+                "checkpoint first."
+            )
+        return self.backbone
+
+    # ------------------------------------------------------------ training
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        return self._require_backbone().loss(batch["input"], batch["target"])
+
+    def loss_terms(self, batch: dict[str, Tensor]) -> int:
+        return int((batch["target"] > 0).sum())
+
+    # ------------------------------------------------------------- scoring
+    def score(self, batch: dict[str, Tensor]) -> Tensor:
+        """Exact log-probability of every item's code path, ``[B, n_items + 1]`` (column 0 = -inf)."""
+        backbone = self._require_backbone()
+        ctx = backbone.context(batch["history"])
+        return exact_scores(self.trie, backbone.step, ctx, normalize="codebook",
+                            max_rows=self.score_rows(ctx))
+
+    def generate(self, history: Tensor, k: int = 10, beam: int = 20) -> BeamResult:
+        """Top-``k`` items by trie-constrained beam search for histories ``[B, w]`` (valid paths only)."""
+        backbone = self._require_backbone()
+        ctx = backbone.context(history)
+        return beam_search(self.trie, backbone.step, ctx, k=k, beam=max(beam, k), normalize="codebook")
+
+    def score_rows(self, ctx: Any) -> int:
+        """Hypotheses per scorer call so that one attention-logit block stays within ``SCORE_BLOCK``."""
+        backbone = self._require_backbone()
+        context_len = int(ctx.kv[0][0].shape[1])
+        return max(1, SCORE_BLOCK // max(1, (backbone.L + 1) * context_len * backbone.n_heads))
+
+
+class TIGER(GenerativeRecModel):
+    """TIGER-style encoder–decoder over semantic IDs (Rajput et al., 2023); see :mod:`.backbones`."""
+
+    backbone_class = TigerBackbone
+
+
+class SIDDecoder(GenerativeRecModel):
+    """Decoder-only (GPT-style) generative recommender over semantic-ID token streams."""
+
+    backbone_class = DecoderBackbone

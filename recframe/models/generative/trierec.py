@@ -1,0 +1,106 @@
+"""TrieRec (seed ¶8): trie-aware absolute and topology-aware relative positional encodings.
+
+Both encodings are computed from the item trie of the SID table, never from a
+token's index in the sequence, and both are switched on by one flag
+(``trierec: true``); they add no hyperparameters. Design choices the abstract
+leaves open, and what we chose:
+
+**Absolute encoding** (added to each token's input embedding). A token is a
+trie node at depth ``d`` (its SID level; the decoder start token is the root,
+``d = 0``). Its encoding aggregates the node's local structure:
+
+    abs(node) = E_depth[d] + mean_{a ∈ ancestors(node)} E_tok[a]
+                + w · log(1 + |subtree(node)|) / log(1 + n_items)
+
+* depth: one learned vector per depth (there are only L + 1 depths);
+* ancestors: the mean of the token embeddings of the node's proper ancestors
+  (the item's earlier SID tokens; zero for depth ≤ 1). The token embedding
+  table is the backbone's own, so no new table is learned;
+* descendants: the subtree size (number of items under the node), log-scaled
+  and normalised by the catalogue size, times one learned vector ``w``. We use
+  the size rather than the descendant mean because it is exact, cheap, and
+  defined for every node without another pass over the items.
+
+**Relative encoding** (added to the attention logits, per head). For a query
+node ``a`` and key node ``b``:
+
+    bias_h(a, b) = R_h[relation(a, b)] + D_h[dist(a, b)] + C_h[lca_depth(a, b)] + S_h[same_item(a, b)]
+
+with relation ∈ {same node, key is an ancestor, key is a descendant, sibling,
+other}, tree distance ``d_a + d_b − 2·lca`` (0..2L), LCA depth (0..L) and
+whether both tokens belong to the same item occurrence. Each term is a small
+learned table per head (T5-style learned scalar biases), zero-initialised so a
+TrieRec model starts exactly at its backbone. Distances need no bucketing:
+they are bounded by 2L.
+
+Both are applied in every self-attention of the backbone (encoder, decoder, or
+the decoder-only stack); cross-attention is left unbiased, as in the paper's
+statement that the relations are injected "into self-attention".
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from recframe.models.generative.structure import N_RELATIONS, TokenNodes, pair_relations
+
+
+class TrieAbsoluteEncoding(nn.Module):
+    """``abs(node)`` above, for tokens described by :class:`TokenNodes`.
+
+    Args:
+        depth: SID length L (depths 0..L).
+        dim: model width.
+        n_items: catalogue size (normalises the subtree size).
+    """
+
+    def __init__(self, depth: int, dim: int, n_items: int) -> None:
+        super().__init__()
+        self.depth_emb = nn.Embedding(depth + 1, dim)
+        nn.init.zeros_(self.depth_emb.weight)
+        self.size_vec = nn.Parameter(torch.zeros(dim))
+        self.log_items = math.log1p(max(n_items, 1))
+
+    def forward(self, nodes: TokenNodes, ancestor_mean: Tensor) -> Tensor:
+        """``[B, N, dim]`` encodings; ``ancestor_mean`` is the mean ancestor token embedding per token."""
+        size = torch.log1p(nodes.subtree.float()) / self.log_items
+        out = self.depth_emb(nodes.depth) + ancestor_mean + size[..., None] * self.size_vec
+        return out * nodes.valid[..., None]
+
+
+class TrieRelativeBias(nn.Module):
+    """Per-head additive attention bias from pairwise trie relations (see module docstring)."""
+
+    def __init__(self, depth: int, n_heads: int) -> None:
+        super().__init__()
+        self.relation = nn.Embedding(N_RELATIONS, n_heads)
+        self.distance = nn.Embedding(2 * depth + 1, n_heads)
+        self.lca = nn.Embedding(depth + 1, n_heads)
+        self.same_item = nn.Embedding(2, n_heads)
+        for table in (self.relation, self.distance, self.lca, self.same_item):
+            nn.init.zeros_(table.weight)
+
+    def forward(self, query: TokenNodes, key: TokenNodes) -> Tensor:
+        """``[B, H, Nq, Nk]`` bias."""
+        lca, dist, rel, same = pair_relations(query, key)
+        dist = dist.clamp(0, self.distance.num_embeddings - 1)
+        lca = lca.clamp(0, self.lca.num_embeddings - 1)
+        bias = self.relation(rel) + self.distance(dist) + self.lca(lca) + self.same_item(same.long())
+        return bias.permute(0, 3, 1, 2)
+
+
+def ancestor_mean(token_emb: Tensor) -> Tensor:
+    """Mean of the embeddings of each token's proper ancestors within its item.
+
+    ``token_emb`` ``[B, G, L, D]`` holds the embeddings of the L tokens of each of
+    G items (level order); token at level ``l`` (depth ``l + 1``) averages levels
+    ``< l``. Returns ``[B, G, L, D]`` (zeros at level 0).
+    """
+    B, G, L, D = token_emb.shape
+    csum = token_emb.cumsum(2)
+    shifted = torch.cat([torch.zeros_like(csum[:, :, :1]), csum[:, :, :-1]], 2)
+    count = torch.arange(L, device=token_emb.device).clamp(min=1).to(token_emb.dtype)
+    return shifted / count[None, None, :, None]

@@ -1,0 +1,96 @@
+"""TIGER and the decoder-only model end to end: train, rank exactly, beam-search, checkpoint, serve."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+
+from recframe.cli import run_cli
+from recframe.data.datamodule import RecDataModule
+from recframe.models import Popularity
+from recframe.models.generative import TIGER, SIDDecoder
+from recframe.serving import Recommender
+from recframe.tokenizers import RQKMeansTokenizer
+
+SMOKE = Path(__file__).resolve().parent.parent.parent / "configs" / "smoke"
+SYNTH = {"n_users": 300, "n_items": 150, "n_clusters": 5, "mean_length": 25, "seed": 1}
+
+
+@pytest.mark.parametrize("config", ["tiger.yaml", "sid_decoder.yaml"])
+def test_fit_checkpoint_serve_and_beam_equals_exact(config: str, tmp_path: Path) -> None:
+    cli = run_cli(
+        [
+            "--config",
+            str(SMOKE / config),
+            "--trainer.max_epochs",
+            "2",
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.logger.init_args.save_dir",
+            str(tmp_path),
+        ],
+        run=False,
+    )
+    cli.trainer.fit(cli.model, cli.datamodule)
+    model, dm = cli.model.eval(), cli.datamodule
+    batch = dm.eval_set("test").batch(list(range(32)), max_len=dm.max_len)
+    with torch.no_grad():
+        scores = model.score(batch)
+        beam = model.generate(batch["history"], k=5, beam=model.trie.n_items)  # a full beam is exact
+    assert torch.isinf(scores[:, 0]).all() and torch.isfinite(scores[:, 1:]).all()
+    assert torch.logsumexp(scores[:, 1:], 1).le(1e-4).all()  # path probabilities sum to at most 1
+    torch.testing.assert_close(torch.gather(scores, 1, beam.items), beam.log_probs, rtol=1e-4, atol=1e-4)
+    assert (torch.topk(scores, 5).values - beam.log_probs).abs().max() < 1e-4
+
+    last = next(tmp_path.glob("*/version_*/checkpoints/last.ckpt"))
+    rec = Recommender.from_checkpoint(last)  # rebuilt from the stored codes: no tokenizer, no data
+    assert rec.index is None
+    torch.testing.assert_close(rec.model.backbone.codes, model.backbone.codes)
+    user = rec.user_ids[1]
+    history = [rec.item_ids[i] for i in rec.seen_items[rec.seen_indptr[1] : rec.seen_indptr[2]]]
+    by_user = rec.recommend(users=[user], k=5)
+    by_history = rec.recommend(histories=[history], k=5)
+    assert by_user.items == by_history.items and len(by_user.items[0]) == 5
+
+
+def _fit_test(model_cls, epochs: int, **kwargs) -> float:
+    L.seed_everything(0)
+    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split="loo", max_len=10, batch_size=64)
+    model = model_cls(n_items=dm.n_items, n_users=dm.n_users, **kwargs)
+    trainer = L.Trainer(
+        max_epochs=epochs,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+    )
+    trainer.fit(model, dm)
+    return trainer.test(model, dm, verbose=False)[0]["test/ndcg@10"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_cls", [TIGER, SIDDecoder])
+@pytest.mark.parametrize("trierec", [False, True])
+def test_generative_models_learn_the_planted_sequences(model_cls, trierec: bool) -> None:
+    """Measured (seed 0, 20 epochs): Popularity 0.131; TIGER 0.322 / 0.333 with TrieRec;
+    decoder-only 0.243 / 0.303 with TrieRec."""
+    popularity = _fit_test(Popularity, 1)
+    ndcg = _fit_test(
+        model_cls,
+        20,
+        tokenizer=RQKMeansTokenizer(n_levels=2, codebook_size=8),
+        features="none",
+        max_len=10,
+        dim=32,
+        n_layers=1,
+        n_heads=2,
+        inner=64,
+        lr=5e-3,
+        trierec=trierec,
+    )
+    assert ndcg > 1.5 * popularity
