@@ -20,7 +20,8 @@ import lightning as L
 import numpy as np
 import torch
 
-_LIBRARIES = ("recframe", "torch", "lightning", "numpy", "torch_geometric", "faiss-cpu", "jsonargparse")
+_LIBRARIES = ("recframe", "torch", "lightning", "numpy", "scipy", "torch_geometric", "faiss-cpu",
+              "jsonargparse", "scikit-learn", "POT", "causal-learn", "sentence-transformers")
 
 
 def library_versions() -> dict[str, str]:
