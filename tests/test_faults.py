@@ -58,7 +58,9 @@ def test_sigkill_mid_epoch_then_resume_equals_uninterrupted(tmp_path: Path, monk
     (tmp_path / "pause.yaml").write_text(
         "trainer:\n  callbacks:\n    - class_path: pause_point.PauseAt\n"
         f"      init_args: {{epoch: 2, batch: 3, marker: '{marker}'}}\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    # one thread, like the in-process runs below (tests/conftest.py): float sums depend on the thread count
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]), "OMP_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "recframe.cli", "fit", "--config", str(SMOKE), "--config", "pause.yaml",
          *FLAGS, "--trainer.logger.init_args.name", "killed"],

@@ -7,6 +7,7 @@ counting fake. The real MiniLM encoding of ML-100K is in ``test_minilm_slow.py``
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,6 +97,8 @@ def fake_encoder(monkeypatch):
         return np.array([[len(t), t.count("a"), 1.0] for t in texts], dtype=np.float32)
 
     monkeypatch.setattr(te, "encode_texts", encode)
+    # the cache logic must not depend on the optional `text` extra being installed
+    monkeypatch.setattr(te, "resolve_encoder", lambda encoder: (Path("fake-model"), f"fake:{encoder}"))
     return calls
 
 
