@@ -30,7 +30,9 @@ def test_state_dict_round_trip_through_torch_weights_only(fitted):
     torch.save({"state_dict": {}, "sid_table": table.state_dict()}, buf)  # rides inside a checkpoint
     buf.seek(0)
     loaded = torch.load(buf, weights_only=True)
-    _same(table, SIDTable.from_state_dict(loaded["sid_table"]))
+    restored = SIDTable.from_state_dict(loaded["sid_table"])
+    assert restored.fingerprint == table.fingerprint
+    _same(table, restored)
 
 
 def test_save_and_load_file(fitted, tmp_path):

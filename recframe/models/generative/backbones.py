@@ -167,38 +167,20 @@ class SIDBackbone(nn.Module):
         x = emb + self.level(depth)[None]
         nodes = prefix_token_nodes(flat, self.n_items, self.prefix_sizes(flat), occurrence=self.window + 1)
         if self.trierec:
-            tail = TokenNodes(
-                nodes.path[:, 1:],
-                nodes.depth[:, 1:],
-                nodes.occurrence[:, 1:],
-                nodes.subtree[:, 1:],
-                nodes.valid[:, 1:],
-            )
+            tail = nodes.tokens(slice(1, None))
             x = x + self.abs_enc(tail, ancestor_mean(emb[:, None])[:, 0])
         if position is not None:
             x = x + self.pos.weight[position]
         if start:
             first = self.tok.weight[self.bos] + self.level.weight[0]
             if self.trierec:
-                root = TokenNodes(
-                    nodes.path[:, :1],
-                    nodes.depth[:, :1],
-                    nodes.occurrence[:, :1],
-                    nodes.subtree[:, :1],
-                    nodes.valid[:, :1],
-                )
+                root = nodes.tokens(slice(None, 1))
                 first = first + self.abs_enc(root, emb.new_zeros(B * N, 1, emb.shape[-1]))
             else:
                 first = first.expand(B * N, 1, -1)
             x = torch.cat([first, x], 1)
         else:
-            nodes = TokenNodes(
-                nodes.path[:, 1:],
-                nodes.depth[:, 1:],
-                nodes.occurrence[:, 1:],
-                nodes.subtree[:, 1:],
-                nodes.valid[:, 1:],
-            )
+            nodes = nodes.tokens(slice(1, None))
         return x.reshape(B, N, x.shape[1], -1), nodes
 
     def level_logits(self, h: Tensor, level: int) -> Tensor:

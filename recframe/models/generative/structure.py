@@ -48,6 +48,11 @@ class TokenNodes:
     subtree: Tensor
     valid: Tensor
 
+    def tokens(self, index: slice) -> TokenNodes:
+        """The same description for the tokens ``index`` of each row (``[B, N]`` → ``[B, N']``)."""
+        return TokenNodes(self.path[:, index], self.depth[:, index], self.occurrence[:, index],
+                          self.subtree[:, index], self.valid[:, index])
+
 
 def subtree_sizes(codes: np.ndarray) -> np.ndarray:
     """``[n_items + 1, L]``: items sharing item ``x``'s prefix of length ``l + 1`` (row 0 zeros).
