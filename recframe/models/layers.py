@@ -3,7 +3,9 @@
 ``CausalSelfAttention`` exposes its heads through ``head_hook``: a callable
 ``hook(module, heads) -> heads`` applied to the per-head outputs ``[B, H, L, d_h]``
 before they are merged, which is how callbacks read, scale or patch one head
-without touching model internals.
+without touching model internals. ``n_kv_heads`` (optional) turns it into
+grouped-query attention; the default keeps ordinary multi-head attention with the
+same parameters as before.
 """
 
 from __future__ import annotations
@@ -29,21 +31,47 @@ def sequence_attention_mask(items: Tensor) -> Tensor:
 
 
 class CausalSelfAttention(nn.Module):
-    """Multi-head self-attention over a sequence with a boolean mask."""
+    """Multi-head self-attention over a sequence with a boolean mask; optionally grouped-query.
 
-    def __init__(self, dim: int, n_heads: int, dropout: float) -> None:
+    Args:
+        dim: model width (``head_dim = dim // n_heads``).
+        n_heads: query heads.
+        dropout: dropout on the attention probabilities (training only).
+        n_kv_heads: key/value heads for grouped-query attention (GQA, Ainslie et al. 2023); it must divide
+            ``n_heads``, and query head ``h`` reads key/value head ``h // (n_heads // n_kv_heads)`` (the
+            grouping of Llama-style GQA). ``None`` (default) means ``n_heads``: ordinary multi-head attention;
+            ``1`` is multi-query attention.
+
+    The fused ``qkv`` projection has ``dim + 2 * n_kv_heads * head_dim`` outputs laid out
+    ``[queries | keys | values]``, each block split into heads in order. With ``n_kv_heads == n_heads`` that
+    is the ``3 * dim`` layer this class always had, so parameter names, shapes and old checkpoints are
+    unchanged. ``head_hook`` sees the ``n_heads`` per-query-head outputs ``[B, H, L, d_h]`` in both cases.
+    """
+
+    def __init__(self, dim: int, n_heads: int, dropout: float, n_kv_heads: int | None = None) -> None:
         super().__init__()
         if dim % n_heads:
             raise ValueError(f"hidden size {dim} is not divisible by n_heads={n_heads}")
-        self.n_heads = n_heads
-        self.qkv = nn.Linear(dim, 3 * dim)
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if isinstance(n_kv_heads, bool) or not isinstance(n_kv_heads, int) or n_kv_heads < 1 \
+                or n_heads % n_kv_heads:
+            raise ValueError(f"n_kv_heads={n_kv_heads!r} must be a positive integer dividing "
+                             f"n_heads={n_heads} (or None for ordinary multi-head attention)")
+        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, dim // n_heads
+        self.qkv = nn.Linear(dim, dim + 2 * n_kv_heads * self.head_dim)
         self.out = nn.Linear(dim, dim)
         self.dropout = dropout
         self.head_hook: Callable[[nn.Module, Tensor], Tensor] | None = None
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         B, L, D = x.shape
-        q, k, v = self.qkv(x).view(B, L, 3, self.n_heads, D // self.n_heads).permute(2, 0, 3, 1, 4)
+        kv = self.n_kv_heads * self.head_dim
+        q, k, v = self.qkv(x).split([D, kv, kv], dim=-1)
+        q = q.view(B, L, self.n_heads, self.head_dim).transpose(1, 2)
+        k, v = (t.view(B, L, self.n_kv_heads, self.head_dim).transpose(1, 2) for t in (k, v))
+        if self.n_kv_heads != self.n_heads:  # each key/value head serves a group of consecutive query heads
+            group = self.n_heads // self.n_kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                                dropout_p=self.dropout if self.training else 0.0)
         if self.head_hook is not None:
@@ -52,12 +80,16 @@ class CausalSelfAttention(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    """Pre-norm block: x + Attn(LN(x)), then x + FFN(LN(x)), with dropout on each branch."""
+    """Pre-norm block: x + Attn(LN(x)), then x + FFN(LN(x)), with dropout on each branch.
 
-    def __init__(self, dim: int, n_heads: int, inner: int, dropout: float, attn_dropout: float) -> None:
+    ``n_kv_heads`` (optional) makes the attention grouped-query; see :class:`CausalSelfAttention`.
+    """
+
+    def __init__(self, dim: int, n_heads: int, inner: int, dropout: float, attn_dropout: float,
+                 n_kv_heads: int | None = None) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(dim)
-        self.attn = CausalSelfAttention(dim, n_heads, attn_dropout)
+        self.attn = CausalSelfAttention(dim, n_heads, attn_dropout, n_kv_heads=n_kv_heads)
         self.norm2 = nn.LayerNorm(dim)
         self.ffn = nn.Sequential(nn.Linear(dim, inner), nn.GELU(), nn.Dropout(dropout), nn.Linear(inner, dim))
         self.drop = nn.Dropout(dropout)
