@@ -35,7 +35,6 @@ Writes ``benchmarks/results/attention_clusters.{json,md}`` and ``docs/img/attent
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
 from pathlib import Path
@@ -45,7 +44,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, save_figure, write_results
 from causal_ext.attention_dynamics import (
     CausalAttentionFlow,
     principal_fraction,
@@ -55,7 +54,6 @@ from causal_ext.attention_dynamics import (
     uniform_sphere,
 )
 from causal_ext.attention_dynamics.gqa import GQALayerDynamics, plant_value_spectrum
-from recframe.checkpoint_io import atomic_write
 from recframe.models.layers import CausalSelfAttention
 
 PLOT = Path(__file__).resolve().parent.parent / "docs" / "img" / "attention_phase.png"
@@ -306,11 +304,7 @@ def plot(payload: dict[str, Any]) -> None:
     ax.set_ylabel("⟨x, u2⟩")
     ax.set_title(f"one run, λ_max=+0.5, d={dd['d']}: tokens on (u1, u2)")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    PLOT.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(PLOT, lambda fh: fh.write(buf.getvalue()))
+    save_figure(fig, PLOT, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> int:

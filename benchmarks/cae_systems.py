@@ -27,7 +27,6 @@ Writes ``benchmarks/results/cae_systems.{json,md}`` and ``docs/img/cae_convergen
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
 from pathlib import Path
@@ -36,9 +35,8 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, save_figure, write_results
 from causal_ext.abstraction import CausalAbstractionError, ObservationalBaselines, convergence_curve, systems
-from recframe.checkpoint_io import atomic_write
 
 PLOT = Path(__file__).resolve().parent.parent / "docs" / "img" / "cae_convergence.png"
 DISTANCES = ("mse", "js", "mmd")
@@ -195,11 +193,7 @@ def plot(conv: dict[str, Any], acc: dict[str, dict[str, list[float]]]) -> None:
     fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=7, frameon=False)
     fig.suptitle("Faithful CAE (MSE) against the number of sampled interventions (dashed: n = 30)")
     fig.tight_layout(rect=(0, 0.14, 1, 1))
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    PLOT.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(PLOT, lambda fh: fh.write(buf.getvalue()))
+    save_figure(fig, PLOT, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> int:

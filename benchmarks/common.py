@@ -7,6 +7,7 @@ and ``benchmarks/results/NAME.md`` (a markdown table).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import platform
@@ -18,7 +19,7 @@ from recframe.callbacks import library_versions
 from recframe.checkpoint_io import atomic_write
 from recframe.runs import fit_and_test
 
-__all__ = ["fit_and_test", "machine", "write_results", "RESULTS"]
+__all__ = ["fit_and_test", "machine", "save_figure", "write_results", "RESULTS"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -37,3 +38,15 @@ def write_results(name: str, payload: dict[str, Any], markdown: str) -> tuple[Pa
     atomic_write(js, lambda fh: fh.write(json.dumps(payload, indent=2, default=str).encode()))
     atomic_write(md, lambda fh: fh.write(markdown.encode()))
     return js, md
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 120) -> Path:
+    """Render a matplotlib figure to PNG, write it atomically to ``path`` and close the figure."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    plt.close(fig)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    return path

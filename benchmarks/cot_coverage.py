@@ -43,7 +43,7 @@ from numpy.polynomial.legendre import leggauss
 from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, save_figure, write_results
 from causal_ext.partial_id import BinnedConditionalOTBounds, ConditionalOTBounds
 from recframe.checkpoint_io import atomic_write
 
@@ -223,9 +223,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(names), fontsize=8)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,7 +32,6 @@ Writes ``benchmarks/results/entropy_production.{json,md}`` and ``docs/img/entrop
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
 from pathlib import Path
@@ -42,7 +41,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, save_figure, write_results
 from causal_ext.hamiltonian import (
     HamiltonianCausalModel,
     LangevinBath,
@@ -61,7 +60,6 @@ from causal_ext.hamiltonian import (
     rotational,
 )
 from causal_ext.hamiltonian.effects import EffectEstimate, mean_estimate
-from recframe.checkpoint_io import atomic_write
 
 PLOT = Path(__file__).resolve().parent.parent / "docs" / "img" / "entropy_production.png"
 ANGULAR = np.array([[0.0, -1.0], [1.0, 0.0]])  # d(q) = (-q2, q1): J = int q1 o dq2 - q2 o dq1
@@ -329,10 +327,7 @@ def plot(res: dict[str, Any]) -> None:
     ax.set_title(f"Hamiltonian system, κ = {res['underdamped_kappa']}")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    atomic_write(PLOT, lambda fh: fh.write(buf.getvalue()))
+    save_figure(fig, PLOT, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> int:

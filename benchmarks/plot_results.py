@@ -9,12 +9,10 @@ Signed Recall@10.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
-from benchmarks.common import RESULTS
-from recframe.checkpoint_io import atomic_write
+from benchmarks.common import RESULTS, save_figure
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "img" / "ml100k_baselines.png"
 
@@ -47,9 +45,7 @@ def main() -> int:
         ax.spines[["top", "right"]].set_visible(False)
     fig.suptitle("ML-100K, full ranking, seen items masked (docs/results.md)", fontsize=10)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    atomic_write(OUT, lambda fh: fh.write(buf.getvalue()))
+    save_figure(fig, OUT, dpi=110)
     print(f"wrote {OUT}")
     return 0
 

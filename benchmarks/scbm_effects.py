@@ -26,7 +26,6 @@ BLAS runs single-threaded (the matrices are small; threads only add overhead).
 from __future__ import annotations
 
 import argparse
-import io
 import time
 import warnings
 from pathlib import Path
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from benchmarks.common import write_results
+from benchmarks.common import save_figure, write_results
 from causal_ext.bottleneck import (
     BackdoorAdjustment,
     MediationEffect,
@@ -51,7 +50,6 @@ from causal_ext.bottleneck import (
     theoretical_backdoor_variance,
 )
 from causal_ext.bottleneck.ols import ols
-from recframe.checkpoint_io import atomic_write
 from recframe.report import metrics_table
 
 PLOT = Path(__file__).resolve().parent.parent / "docs" / "img" / "scbm_effects.png"
@@ -239,11 +237,7 @@ def plot(backdoor: dict[str, dict], mediation: dict[str, dict]) -> None:
            title="Mediation (scenario redrawn per d_m)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    PLOT.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(PLOT, lambda fh: fh.write(buf.getvalue()))
+    save_figure(fig, PLOT, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,6 @@ step, pruned edges, fit seconds. Writes ``benchmarks/results/temporal_priors.{js
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
 from pathlib import Path
@@ -36,12 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, save_figure, write_results
 from causal_ext.temporal import DYNOTEARS, sample_order_priors, simulate_regime_switching, simulate_svar
 from causal_ext.temporal.dynotears import threshold_and_repair
 from causal_ext.temporal.graphs import prior_violations, summary_weights, transitive_closure
 from causal_ext.temporal.metrics import structure_metrics
-from recframe.checkpoint_io import atomic_write
 
 PLOT = Path(__file__).resolve().parent.parent / "docs" / "img" / "temporal_priors.png"
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -135,11 +133,7 @@ def plot(summary: dict[str, dict[str, dict[str, dict[str, float]]]]) -> None:
     axes[1].legend(fontsize=8)
     fig.suptitle("DYNOTEARS with and without partial-order priors (d=10, p=2, n=1000; lower is better)")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    PLOT.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(PLOT, lambda fh: fh.write(buf.getvalue()))
+    save_figure(fig, PLOT, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> int:

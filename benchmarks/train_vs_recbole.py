@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import inspect
-import io
 import json
 import math
 import os
@@ -53,7 +52,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, save_figure, write_results
 from benchmarks.peer_env import peer_python, run_peer
 
 NAME = "train_vs_recbole"
@@ -571,7 +570,6 @@ def plot(payload: dict[str, Any], path: Path = PLOT) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from recframe.checkpoint_io import atomic_write
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
     for side, label, color in (("recframe", "recframe", "#4c72b0"), ("recbole", "RecBole 1.2.1", "#dd8452")):
@@ -591,10 +589,7 @@ def plot(payload: dict[str, Any], path: Path = PLOT) -> Path:
     fig.suptitle(f"SASRec on ML-100K, same hyperparameters, {payload['recframe']['threads']} torch threads "
                  "(benchmarks/results/train_vs_recbole.md)", fontsize=10)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    save_figure(fig, path, dpi=110)
     return path
 
 

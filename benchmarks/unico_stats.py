@@ -19,7 +19,6 @@ the dataset to ``runs/unico/unico.jsonl`` (``--out``) and ``docs/img/unico.png``
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
 from collections import Counter
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, save_figure, write_results
 from causal_ext.unico import (
     BNLEARN_NETWORKS,
     QUERY_TYPES,
@@ -45,7 +44,6 @@ from causal_ext.unico import (
     validate_record,
 )
 from causal_ext.unico.schema import FIELD_DOCS, SCHEMA_VERSION
-from recframe.checkpoint_io import atomic_write
 
 ROOT = Path(__file__).resolve().parent.parent
 PLOT = ROOT / "docs" / "img" / "unico.png"
@@ -359,10 +357,7 @@ def plot(stats: dict[str, Any]) -> None:
     bx.set_title("Share of candidates on which a rule fired (%)")
     fig.colorbar(im, ax=bx, fraction=0.03)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    atomic_write(PLOT, lambda fh: fh.write(buf.getvalue()))
+    save_figure(fig, PLOT, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> int:
