@@ -39,29 +39,26 @@ def children(parents: Parents) -> dict[str, list[str]]:
     return out
 
 
-def ancestors(parents: Parents, nodes: Iterable[str]) -> set[str]:
-    """The nodes and all their ancestors."""
+def reachable(neighbours: Mapping[str, Sequence[str]], start: Iterable[str]) -> set[str]:
+    """Every node reachable from ``start`` along ``neighbours`` (parents or children), ``start`` included."""
     seen: set[str] = set()
-    stack = list(nodes)
+    stack = list(start)
     while stack:
         v = stack.pop()
         if v not in seen:
             seen.add(v)
-            stack.extend(parents[v])
+            stack.extend(neighbours[v])
     return seen
+
+
+def ancestors(parents: Parents, nodes: Iterable[str]) -> set[str]:
+    """The nodes and all their ancestors."""
+    return reachable(parents, nodes)
 
 
 def descendants(parents: Parents, nodes: Iterable[str]) -> set[str]:
     """The nodes and all their descendants."""
-    ch = children(parents)
-    seen: set[str] = set()
-    stack = list(nodes)
-    while stack:
-        v = stack.pop()
-        if v not in seen:
-            seen.add(v)
-            stack.extend(ch[v])
-    return seen
+    return reachable(children(parents), nodes)
 
 
 def has_directed_path(parents: Parents, x: str, y: str) -> bool:

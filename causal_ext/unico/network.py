@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from causal_ext.unico.graphs import reachable
+
 __all__ = ["DiscreteBN", "State", "quantize_cpt"]
 
 State = str | int
@@ -148,27 +150,15 @@ class DiscreteBN:
     def ancestors(self, nodes: Iterable[str], *, include_self: bool = True) -> set[str]:
         """Ancestors of ``nodes`` (including the nodes themselves unless ``include_self=False``)."""
         start = {self._check_var(v) for v in nodes}
-        seen: set[str] = set()
-        stack = [p for v in start for p in self.parents[v]] if not include_self else list(start)
-        while stack:
-            v = stack.pop()
-            if v not in seen:
-                seen.add(v)
-                stack.extend(self.parents[v])
-        return seen
+        first = start if include_self else [p for v in start for p in self.parents[v]]
+        return reachable(self.parents, first)
 
     def descendants(self, nodes: Iterable[str], *, include_self: bool = True) -> set[str]:
         """Descendants of ``nodes`` (including the nodes themselves unless ``include_self=False``)."""
         children = self.children_map()
         start = {self._check_var(v) for v in nodes}
-        seen: set[str] = set()
-        stack = [c for v in start for c in children[v]] if not include_self else list(start)
-        while stack:
-            v = stack.pop()
-            if v not in seen:
-                seen.add(v)
-                stack.extend(children[v])
-        return seen
+        first = start if include_self else [c for v in start for c in children[v]]
+        return reachable(children, first)
 
     # ------------------------------------------------------------------ states
     def state_index(self, var: str, state: State) -> int:
