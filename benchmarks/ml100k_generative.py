@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import RESULTS, fit_and_test, write_results
-from recframe.checkpoint_io import atomic_write
+from recframe.checkpoint_io import atomic_write, load_checkpoint
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 RUNS = RESULTS / "ml100k_generative"
+RUN_LOGS = Path("runs")  # the configs' logger save_dir, relative to the working directory
 MODELS: dict[str, tuple[str, bool]] = {  # name -> (config, whether a tokenizer seed exists)
     "SASRec": ("sasrec_ml100k.yaml", False),
     "TIGER (RQ-KMeans)": ("tiger_ml100k.yaml", True),
@@ -67,6 +68,16 @@ def overrides(model: str, seed: int, max_epochs: int | None) -> list[str]:
     return extra
 
 
+def interrupted_checkpoint(model: str, seed: int) -> Path | None:
+    """The newest ``last.ckpt`` an interrupted earlier attempt at this run left under ``runs/``, if any.
+
+    Resuming gives the uninterrupted run's result (the random state and the epoch's batch order travel in
+    the checkpoint), so an interrupted table run loses at most one epoch.
+    """
+    found = list((RUN_LOGS / f"gen_{run_file(model, seed).stem}").glob("version_*/checkpoints/last.ckpt"))
+    return max(found, key=lambda p: (load_checkpoint(p)["epoch"], p.stat().st_mtime), default=None)
+
+
 def run_all(models: Sequence[str], seeds: Sequence[int], max_epochs: int | None) -> None:
     """Train and test every (model, seed) that has no stored result yet, storing each as it finishes."""
     RUNS.mkdir(parents=True, exist_ok=True)
@@ -76,8 +87,10 @@ def run_all(models: Sequence[str], seeds: Sequence[int], max_epochs: int | None)
             if path.exists():
                 print(f"[skip] {model} seed {seed}: {path.name} exists")
                 continue
-            print(f"[run] {model} seed {seed}", flush=True)
-            result = fit_and_test(CONFIGS / MODELS[model][0], overrides(model, seed, max_epochs))
+            resume = interrupted_checkpoint(model, seed)
+            print(f"[run] {model} seed {seed}" + (f" (resuming {resume})" if resume else ""), flush=True)
+            result = fit_and_test(CONFIGS / MODELS[model][0], overrides(model, seed, max_epochs),
+                                  ckpt_path=resume)
             result.update(model=model, seed=seed, max_epochs=max_epochs)
             atomic_write(path, lambda fh, r=result: fh.write(json.dumps(r, indent=2, default=str).encode()))
             print(f"[done] {model} seed {seed}: test ndcg@10 {result['test']['ndcg@10']:.4f} "
@@ -105,7 +118,8 @@ def summarise(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, dict[str, A
         row: dict[str, Any] = {"seeds": [r["seed"] for r in group]}
         for metric in METRICS:
             row[metric] = mean_std([r["test"][metric] for r in group])
-        row["train_seconds"] = mean_std([r["train_seconds"] for r in group])
+        fresh = [r["train_seconds"] for r in group if not r.get("resumed_from")]  # resumed: partial times
+        row["train_seconds"] = mean_std(fresh) if fresh else (float("nan"), 0.0)
         row["epochs"] = mean_std([r["epochs"] for r in group])
         out[model] = row
     return out
@@ -130,7 +144,9 @@ def render(summary: Mapping[str, Mapping[str, Any]], gains: Mapping[str, float],
                      + f" | {row['train_seconds'][0]:.0f} | {row['epochs'][0]:.0f} |")
     text = ("## ML-100K, semantic-ID generative models, leave-one-out, full ranking (seen items masked), "
             "test split\n\n"
-            f"Command: `{command}`. Mean ± sample std over seeds (network and tokenizer seed).\n\n"
+            f"Command: `{command}`. Mean ± sample std over seeds (network and tokenizer seed). "
+            "*train s*: mean training wall time of the runs that were not resumed from an interrupted "
+            "attempt (two runs shared the 2 cores).\n\n"
             + "\n".join(lines) + "\n")
     if gains:
         text += "\nTrieRec's relative NDCG@10 gain over its backbone:\n\n" + "\n".join(

@@ -4,6 +4,8 @@
   resolved config, the seed, the data fingerprint and the library versions are
   stored under ``checkpoint["recframe"]`` as plain strings and numbers, so the
   file still loads with ``weights_only=True``.
+* ``BestCheckpoint`` keeps the best-validation checkpoint; its best-so-far score
+  survives a resume that logs into a new version directory.
 * ``RandomState`` stores the random generators' state in each checkpoint and
   puts it back when training resumes, so a resumed run draws the same shuffles,
   negatives and dropout masks as an uninterrupted one.
@@ -19,6 +21,7 @@ from typing import Any
 import lightning as L
 import numpy as np
 import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
 
 _LIBRARIES = ("recframe", "torch", "lightning", "numpy", "scipy", "torch_geometric", "faiss-cpu",
               "jsonargparse", "scikit-learn", "POT", "causal-learn", "sentence-transformers")
@@ -108,3 +111,24 @@ class RandomState(L.Callback):
         random.setstate((py["version"], tuple(py["state"]), py["gauss"]))
         if "cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class BestCheckpoint(ModelCheckpoint):
+    """A monitored ``ModelCheckpoint`` whose best-so-far state survives a resume into a new directory.
+
+    Resuming ``recframe fit --ckpt_path .../version_0/checkpoints/last.ckpt`` logs into a new version
+    directory. Lightning then restores only ``best_model_path`` and forgets the best *score*, so the first
+    validation after the resume counts as the new best even when it is worse, and the run tests a
+    different checkpoint than an uninterrupted one would. This class restores the score, the best-k
+    bookkeeping and the file paths (they still point at the earlier directory, whose files exist) whatever
+    the directory, so "best" means the same with and without the interruption.
+    """
+
+    @property
+    def state_key(self) -> str:
+        """The key a plain ``ModelCheckpoint`` with these settings has, so checkpoints stay interchangeable."""
+        return super().state_key.replace(type(self).__qualname__, "ModelCheckpoint", 1)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the best-so-far state even when the checkpoint directory changed."""
+        super().load_state_dict({**state_dict, "dirpath": self.dirpath})

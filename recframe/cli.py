@@ -24,7 +24,7 @@ from typing import Any
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
-from recframe.callbacks import RandomState, RunMetadata
+from recframe.callbacks import BestCheckpoint, RandomState, RunMetadata
 from recframe.data.datamodule import RecDataModule
 from recframe.models.base import RecModel
 
@@ -61,7 +61,7 @@ def default_trainer_settings() -> dict[str, Any]:
     return {
         "logger": {"class_path": "lightning.pytorch.loggers.CSVLogger",
                    "init_args": {"save_dir": "runs", "name": "recframe"}},
-        "callbacks": [ModelCheckpoint(monitor="val_ndcg", mode="max", filename="best-{epoch}-{val_ndcg:.4f}"),
+        "callbacks": [BestCheckpoint(monitor="val_ndcg", mode="max", filename="best-{epoch}-{val_ndcg:.4f}"),
                       # Lightning 2.6 refreshes save_last only when a better model is saved; this
                       # one rewrites last.ckpt after every training epoch, so resuming loses <= 1 epoch
                       ModelCheckpoint(filename="last", monitor=None, save_top_k=1, every_n_epochs=1,

@@ -11,8 +11,16 @@ from pathlib import Path
 from typing import Any
 
 
-def fit_and_test(config: str | Path, extra: list[str] | None = None, quiet: bool = True) -> dict[str, Any]:
+def fit_and_test(
+    config: str | Path,
+    extra: list[str] | None = None,
+    quiet: bool = True,
+    ckpt_path: str | Path | None = None,
+) -> dict[str, Any]:
     """Fit from ``config`` (plus CLI-style overrides), test the best-validation checkpoint.
+
+    ``ckpt_path`` resumes an interrupted fit from its ``last.ckpt`` (the result then equals an uninterrupted
+    run's; ``train_seconds`` counts only this process's part and ``resumed_from`` names the checkpoint).
 
     Returns the train wall time, epochs run, the best checkpoint's epoch, the
     seed, the data fingerprint and the ``valid``/``test`` metric dicts (keys
@@ -26,7 +34,7 @@ def fit_and_test(config: str | Path, extra: list[str] | None = None, quiet: bool
     cli = run_cli(["--config", str(config), *flags, *(extra or [])], run=False)
     trainer, model, dm = cli.trainer, cli.model, cli.datamodule
     start = time.perf_counter()
-    trainer.fit(model, dm)
+    trainer.fit(model, dm, ckpt_path=str(ckpt_path) if ckpt_path else None)
     train_s = time.perf_counter() - start
     best = trainer.checkpoint_callback.best_model_path or None
     val = trainer.validate(model, dm, ckpt_path=best, verbose=False)[0]
@@ -35,6 +43,7 @@ def fit_and_test(config: str | Path, extra: list[str] | None = None, quiet: bool
         "config": str(config),
         "overrides": list(extra or []),
         "train_seconds": round(train_s, 1),
+        "resumed_from": str(ckpt_path) if ckpt_path else None,
         "epochs": trainer.current_epoch,
         "best_checkpoint_epoch": _epoch_of(best),
         "best_checkpoint": best,
