@@ -39,6 +39,8 @@ class SASRec(EmbeddingModel):
         attn_dropout: dropout on attention weights.
         loss_type: ``ce`` (full softmax) or ``sampled`` (sampled softmax).
         n_negatives: negatives for the sampled softmax.
+        n_kv_heads: key/value heads for grouped-query attention (``None``: one per query head, the
+            original SASRec); must divide ``n_heads``.
     """
 
     train_batch: ClassVar[str] = "sequence"
@@ -48,7 +50,7 @@ class SASRec(EmbeddingModel):
                  n_layers: int = 2, n_heads: int = 2, inner: int = 256, dropout: float = 0.2,
                  attn_dropout: float = 0.2, loss_type: Literal["ce", "sampled"] = "ce",
                  n_negatives: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
-                 optimizer: Literal["adam", "adamw"] = "adam") -> None:
+                 optimizer: Literal["adam", "adamw"] = "adam", n_kv_heads: int | None = None) -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
         self.save_hyperparameters()
         self.max_len = max_len
@@ -58,7 +60,8 @@ class SASRec(EmbeddingModel):
         self.pos_emb = nn.Embedding(max_len, hidden)
         self.emb_drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            TransformerBlock(hidden, n_heads, inner, dropout, attn_dropout) for _ in range(n_layers))
+            TransformerBlock(hidden, n_heads, inner, dropout, attn_dropout, n_kv_heads=n_kv_heads)
+            for _ in range(n_layers))
         self.final_norm = nn.LayerNorm(hidden)
         self.apply(self._init_weights)
 

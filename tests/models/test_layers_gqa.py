@@ -116,3 +116,15 @@ def test_gqa_is_causal_and_head_hook_sees_every_query_head() -> None:
 def test_bad_n_kv_heads_is_one_clear_error(bad: object) -> None:
     with pytest.raises(ValueError, match="n_kv_heads"):
         CausalSelfAttention(8, 4, 0.0, n_kv_heads=bad)  # type: ignore[arg-type]
+
+
+def test_sasrec_takes_n_kv_heads_and_shrinks_only_the_key_value_projection() -> None:
+    from recframe.models.sasrec import SASRec
+
+    mha = SASRec(n_items=30, hidden=16, n_heads=4, n_layers=1)
+    gqa = SASRec(n_items=30, hidden=16, n_heads=4, n_layers=1, n_kv_heads=1)
+    sizes = {name: p.shape for name, p in mha.named_parameters()}
+    assert sizes["blocks.0.attn.qkv.weight"] == (48, 16)
+    assert dict(gqa.named_parameters())["blocks.0.attn.qkv.weight"].shape == (16 + 2 * 4, 16)
+    items = torch.randint(1, 31, (3, 7))
+    assert gqa.encode(items).shape == (3, 7, 16)
