@@ -126,7 +126,7 @@ class BestCheckpoint(ModelCheckpoint):
 
     @property
     def state_key(self) -> str:
-        """The key a plain ``ModelCheckpoint`` with these settings has, so checkpoints stay interchangeable."""
+        """A plain ``ModelCheckpoint``'s key for these settings, so checkpoints stay interchangeable."""
         return super().state_key.replace(type(self).__qualname__, "ModelCheckpoint", 1)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
