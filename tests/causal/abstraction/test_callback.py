@@ -18,41 +18,16 @@ from causal_ext.abstraction.callback import (
     canonical_histories,
     primary_genres,
 )
+from causal_ext.abstraction.reference_models import GenreScorer
 from recframe.data.datamodule import RecDataModule
 from recframe.data.interactions import ItemFeatures
 from recframe.models import BPRMF
-from recframe.models.base import RecModel
 
 SYNTHETIC = {"n_users": 200, "n_items": 300, "n_clusters": 4, "mean_length": 20, "seed": 0}
 
 
 def _datamodule() -> RecDataModule:
     return RecDataModule(dataset="synthetic", split="loo", max_len=20, batch_size=256, synthetic=SYNTHETIC)
-
-
-class GenreScorer(RecModel):
-    """Scores an item by its genre's weight in the history: the whole histogram, or the last item only."""
-
-    uses_history = True
-
-    def __init__(self, genre: np.ndarray, reads: str) -> None:
-        super().__init__(len(genre) - 1)
-        self.register_buffer("genre", torch.as_tensor(genre))
-        self.reads = reads
-
-    def loss(self, batch):
-        return None
-
-    def score(self, batch):
-        h = batch["history"]
-        n_genres = int(self.genre.max()) + 1
-        g = torch.where(h > 0, self.genre[h], torch.full_like(h, -1))
-        if self.reads == "histogram":
-            weight = torch.stack([(g == k).sum(1) for k in range(n_genres)], 1).float()
-        else:
-            weight = torch.nn.functional.one_hot(g[:, -1].clamp(min=0), n_genres).float()
-        tie_break = -1e-3 * torch.arange(len(self.genre), dtype=torch.float32)  # fixed per item
-        return weight[:, self.genre] + tie_break[None, :]
 
 
 def _trainer(cb, **kw) -> L.Trainer:
