@@ -3,7 +3,7 @@
 Run (after ``recframe data prepare ml-100k``)::
 
     python -m benchmarks.ml100k_generative                       # every model, seeds 0 1 2
-    python -m benchmarks.ml100k_generative --models TIGER --seeds 0   # a subset (runs in parallel shells)
+    python -m benchmarks.ml100k_generative --models SASRec --seeds 0 --threads 1   # one of two shells
     python -m benchmarks.ml100k_generative --render-only          # table from the finished runs
 
 Protocol: leave-one-out, full ranking over all 1,682 items (a generative model ranks by the exact
@@ -161,7 +161,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-epochs", type=int, default=None,
                         help="epoch cap per run (replaces the configs' 15-minute time cap)")
     parser.add_argument("--render-only", action="store_true", help="only aggregate the stored runs")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads for this shell (default: torch's); with several shells, give "
+                             "each cores / shells: oversubscribed OpenMP threads made runs here 3-5x slower")
     ns = parser.parse_args(argv)
+    if ns.threads is not None:
+        import torch
+
+        torch.set_num_threads(ns.threads)
     if not ns.render_only:
         run_all(ns.models, ns.seeds, ns.max_epochs)
     runs = load_runs()
