@@ -146,7 +146,8 @@ def render(summary: Mapping[str, Mapping[str, Any]], gains: Mapping[str, float],
             "test split\n\n"
             f"Command: `{command}`. Mean ± sample std over seeds (network and tokenizer seed). "
             "*train s*: mean training wall time of the runs that were not resumed from an interrupted "
-            "attempt (two runs shared the 2 cores).\n\n"
+            "attempt; 2-4 runs shared the 2 cores, so it varied 3-5x with the load and is not a speed "
+            "comparison (`benchmarks/decoding.py` times the decoding alone).\n\n"
             + "\n".join(lines) + "\n")
     if gains:
         text += "\nTrieRec's relative NDCG@10 gain over its backbone:\n\n" + "\n".join(
