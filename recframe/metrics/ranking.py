@@ -38,7 +38,10 @@ RANK_STRATEGIES: tuple[str, ...] = ("auto", "sort", "compare")
 # "auto": up to this many targets per row, streaming comparisons beat one full sort per row (measured on CPU:
 # 2-7x faster at 64 targets for 1.7k and 20k items; the sort wins from ~128 targets on 1.7k items).
 _COMPARE_MAX_TARGETS = 64
-_CPU_BLOCK_ELEMENTS = 1 << 19  # scores per block of rows in the streaming CPU passes (2 MiB of float32)
+# Scores per block of rows and per torch thread in the streaming CPU passes (4 MiB of float32 each).
+# Measured on 20k x 20k (benchmarks/eval_vs_ranx.py): 2 MiB blocks made 2 threads slower than 1 (thousands
+# of parallel regions too small to split); 4 MiB per thread: 1 thread -10 %, 2 threads -35 to -47 %.
+_CPU_BLOCK_ELEMENTS = 1 << 20
 
 
 class NonFiniteScoresError(ValueError):
@@ -151,10 +154,10 @@ def target_ranks(
 
 
 def _block_rows(scores: Tensor) -> int:
-    """Rows per block for streaming passes over ``scores``: cache-sized on CPU, the whole chunk elsewhere."""
+    """Rows per block of the streaming passes over ``scores``: 4 MiB per torch thread on CPU, else all."""
     if scores.device.type != "cpu":
         return max(1, scores.shape[0])
-    return max(1, _CPU_BLOCK_ELEMENTS // max(1, scores.shape[1]))
+    return max(1, _CPU_BLOCK_ELEMENTS * torch.get_num_threads() // max(1, scores.shape[1]))
 
 
 def _count_all_greater_equal(scores: Tensor, target_scores: Tensor, model_name: str) -> Tensor:
