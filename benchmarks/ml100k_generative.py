@@ -69,10 +69,11 @@ def overrides(model: str, seed: int, max_epochs: int | None) -> list[str]:
 
 
 def interrupted_checkpoint(model: str, seed: int) -> Path | None:
-    """The newest ``last.ckpt`` an interrupted earlier attempt at this run left under ``runs/``, if any.
+    """The furthest-trained ``last.ckpt`` (latest epoch, then newest file) that an interrupted earlier
+    attempt at this run left under ``runs/``, if any.
 
-    Resuming gives the uninterrupted run's result (the random state and the epoch's batch order travel in
-    the checkpoint), so an interrupted table run loses at most one epoch.
+    Resuming at the same thread count gives the uninterrupted run's result (the random state and the
+    epoch's batch order travel in the checkpoint), so an interrupted table run loses at most one epoch.
     """
     found = list((RUN_LOGS / f"gen_{run_file(model, seed).stem}").glob("version_*/checkpoints/last.ckpt"))
     return max(found, key=lambda p: (load_checkpoint(p)["epoch"], p.stat().st_mtime), default=None)
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     parser.add_argument("--max-epochs", type=int, default=None,
-                        help="epoch cap per run (replaces the configs' 15-minute time cap)")
+                        help="epoch cap per run (default: the configs' 30; their time cap is lifted)")
     parser.add_argument("--render-only", action="store_true", help="only aggregate the stored runs")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads for this shell (default: torch's); with several shells, give "

@@ -121,7 +121,9 @@ class BestCheckpoint(ModelCheckpoint):
     validation after the resume counts as the new best even when it is worse, and the run tests a
     different checkpoint than an uninterrupted one would. This class restores the score, the best-k
     bookkeeping and the file paths (they still point at the earlier directory, whose files exist) whatever
-    the directory, so "best" means the same with and without the interruption.
+    the directory, so "best" means the same with and without the interruption. When a better model comes
+    after the resume, the superseded best file in the earlier directory is removed (after the new one is
+    written), as it would have been without the interruption.
     """
 
     @property

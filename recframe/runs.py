@@ -19,8 +19,9 @@ def fit_and_test(
 ) -> dict[str, Any]:
     """Fit from ``config`` (plus CLI-style overrides), test the best-validation checkpoint.
 
-    ``ckpt_path`` resumes an interrupted fit from its ``last.ckpt`` (the result then equals an uninterrupted
-    run's; ``train_seconds`` counts only this process's part and ``resumed_from`` names the checkpoint).
+    ``ckpt_path`` resumes an interrupted fit from its ``last.ckpt`` (at the same thread count the result
+    equals an uninterrupted run's; ``train_seconds`` counts only this process's part and ``resumed_from``
+    names the checkpoint).
 
     Returns the train wall time, epochs run, the best checkpoint's epoch, the
     seed, the data fingerprint and the ``valid``/``test`` metric dicts (keys
