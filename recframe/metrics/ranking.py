@@ -40,7 +40,7 @@ RANK_STRATEGIES: tuple[str, ...] = ("auto", "sort", "compare")
 _COMPARE_MAX_TARGETS = 64
 # Scores per block of rows and per torch thread in the streaming CPU passes (4 MiB of float32 each).
 # Measured on 20k x 20k (benchmarks/eval_vs_ranx.py): 2 MiB blocks made 2 threads slower than 1 (thousands
-# of parallel regions too small to split); 4 MiB per thread: 1 thread -10 %, 2 threads -35 to -47 %.
+# of parallel regions too small to split); 4 MiB per thread: 1 thread -1 to -9 %, 2 threads -36 to -47 %.
 _CPU_BLOCK_ELEMENTS = 1 << 20
 
 
