@@ -49,19 +49,34 @@ def pad_rows(indptr: np.ndarray, values: np.ndarray, rows: np.ndarray, max_len: 
 
 @dataclass(frozen=True)
 class SequenceWindows:
-    """Start/end offsets into the flat training item array, one per window."""
+    """Start/end offsets into the flat training item array, one per window.
+
+    ``counted`` is the flat index of the first target a window's loss counts;
+    earlier targets of the window are context only (they were counted by a
+    later, overlapping window). Without overlap it equals ``starts + 1``.
+    """
 
     starts: np.ndarray
     ends: np.ndarray
+    counted: np.ndarray
 
     @classmethod
-    def build(cls, hist: Histories, max_len: int) -> "SequenceWindows":
-        """Windows of at most ``max_len + 1`` items covering every target once.
+    def build(cls, hist: Histories, max_len: int, stride: int | None = None) -> "SequenceWindows":
+        """Windows of at most ``max_len + 1`` items counting every target exactly once.
 
         A user with ``n`` items has ``n - 1`` targets; windows end at
-        ``n, n - max_len, n - 2*max_len, ...`` (the latest window is full).
+        ``n, n - stride, n - 2*stride, ...`` (the latest window is full) and each
+        counts its last ``stride`` targets, the earliest window all of its own.
+        ``stride = max_len`` (the default) gives consecutive windows without
+        overlap: a target at offset ``j`` of a window sees only the ``j`` items
+        before it. A smaller stride overlaps the windows so every counted target
+        sees at least ``max_len - stride`` items of context, at ``max_len / stride``
+        times the tokens per epoch.
         """
-        starts, ends = [], []
+        stride = max_len if stride is None else int(stride)
+        if not 1 <= stride <= max_len:
+            raise ValueError(f"window stride must be in [1, max_len={max_len}], got {stride}")
+        starts, ends, counted = [], [], []
         indptr = hist.indptr
         lengths = np.diff(indptr)
         users = np.flatnonzero(lengths >= 2)
@@ -72,17 +87,29 @@ class SequenceWindows:
                 start = max(lo, end - max_len - 1)
                 starts.append(start)
                 ends.append(end)
-                end = start + 1  # next window's last item is this window's first input
-        return cls(np.asarray(starts, dtype=np.int64), np.asarray(ends, dtype=np.int64))
+                if end - stride <= lo + 1:  # the earliest window counts all its targets
+                    counted.append(start + 1)
+                    break
+                counted.append(max(start + 1, end - stride))
+                end -= stride
+        as_array = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
+        return cls(as_array(starts), as_array(ends), as_array(counted))
 
     def __len__(self) -> int:
         return len(self.starts)
 
+    def n_targets(self) -> int:
+        """Targets counted per pass (each training target once)."""
+        return int((self.ends - self.counted).sum())
+
 
 def sequence_batch(items: np.ndarray, windows: SequenceWindows, idx: np.ndarray, max_len: int
                    ) -> dict[str, torch.Tensor]:
-    """``input``/``target`` pairs for the windows ``idx`` (left-padded to ``max_len``)."""
-    starts, ends = windows.starts[idx], windows.ends[idx]
+    """``input``/``target`` pairs for the windows ``idx`` (left-padded to ``max_len``).
+
+    Targets a window does not count (overlap with a later window) are 0, like padding.
+    """
+    starts, ends, counted = windows.starts[idx], windows.ends[idx], windows.counted[idx]
     lengths = ends - starts - 1
     col = np.arange(max_len)
     offset = (max_len - lengths)[:, None]
@@ -91,7 +118,8 @@ def sequence_batch(items: np.ndarray, windows: SequenceWindows, idx: np.ndarray,
     inp = np.zeros((len(idx), max_len), dtype=np.int64)
     tgt = np.zeros((len(idx), max_len), dtype=np.int64)
     inp[valid] = items[src[valid]]
-    tgt[valid] = items[src[valid] + 1]
+    scored = valid & (src + 1 >= counted[:, None])
+    tgt[scored] = items[src[scored] + 1]
     return {"input": torch.from_numpy(inp), "target": torch.from_numpy(tgt)}
 
 

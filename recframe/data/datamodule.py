@@ -204,6 +204,9 @@ class RecDataModule(L.LightningDataModule):
         like_threshold: rating at or above which an interaction is liked (+1).
         dislike_threshold: rating at or below which it is disliked (-1).
         max_len: history length fed to sequential models.
+        window_stride: for sequence models, how far consecutive training windows of one user
+            are apart (default ``max_len``: no overlap). A smaller stride gives every target at
+            least ``max_len - window_stride`` items of context (see ``SequenceWindows.build``).
         batch_size: training batch size.
         eval_batch_size: users per evaluation chunk (metrics do not depend on it).
         eval_ks: cut-offs for every metric.
@@ -224,6 +227,7 @@ class RecDataModule(L.LightningDataModule):
         like_threshold: float = 4.0,
         dislike_threshold: float = 2.0,
         max_len: int = 50,
+        window_stride: int | None = None,
         batch_size: int = 256,
         eval_batch_size: int = 1024,
         eval_ks: list[int] | None = None,
@@ -241,6 +245,10 @@ class RecDataModule(L.LightningDataModule):
         self.user_k, self.item_k = user_k, item_k
         self.like_threshold, self.dislike_threshold = like_threshold, dislike_threshold
         self.max_len = max_len
+        if window_stride is not None and not 1 <= window_stride <= max_len:
+            raise DataError(f"data.window_stride must be between 1 and data.max_len={max_len}, got "
+                            f"{window_stride}; leave it out for non-overlapping windows.")
+        self.window_stride = window_stride
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size
         self.eval_ks = list(eval_ks or [10, 20])
@@ -287,6 +295,8 @@ class RecDataModule(L.LightningDataModule):
         h = hashlib.sha256(self.split.train.fingerprint.encode())
         h.update(self.split.valid.fingerprint.encode())
         h.update(self.split.test.fingerprint.encode())
+        if self.window_stride is not None:  # only when set, so older checkpoints keep their fingerprint
+            keys["window_stride"] = self.window_stride
         h.update(json.dumps(keys, sort_keys=True, default=str).encode())
         return h.hexdigest()[:16]
 
@@ -359,7 +369,8 @@ class RecDataModule(L.LightningDataModule):
         if kind == "pairwise":
             collate = PairwiseCollate(train.user, train.item, NegativeSampler(hist, train.n_items))
         elif kind == "sequence":
-            collate = SequenceCollate(hist.items, SequenceWindows.build(hist, self.max_len), self.max_len)
+            windows = SequenceWindows.build(hist, self.max_len, self.window_stride)
+            collate = SequenceCollate(hist.items, windows, self.max_len)
         elif kind == "history":
             collate = HistoryCollate(hist, np.flatnonzero(hist.lengths() > 0), self.max_len)
         else:

@@ -59,6 +59,36 @@ def test_sequence_windows_cover_every_target_once() -> None:
     assert (tgt[real] == inp[real] + 1).all()  # next item of this user
 
 
+@pytest.mark.parametrize("stride", [1, 2, 3, 5])
+def test_overlapping_windows_count_every_target_once_with_longer_context(stride: int) -> None:
+    max_len, n = 5, 23
+    inter = Interactions.from_raw(["u"] * n, [str(i) for i in range(1, n + 1)], np.arange(n))
+    hist = inter.histories
+    windows = SequenceWindows.build(hist, max_len=max_len, stride=stride)
+    assert windows.n_targets() == n - 1
+    batch = sequence_batch(hist.items, windows, np.arange(len(windows)), max_len=max_len)
+    inp, tgt = batch["input"], batch["target"]
+    counted = tgt[tgt > 0].tolist()
+    assert sorted(counted) == sorted(hist.items[1:].tolist())  # each target exactly once
+    for row in range(len(windows)):
+        for col in np.flatnonzero(tgt[row].numpy() > 0):
+            context = int((inp[row, : col + 1] > 0).sum())  # items the target at this position sees
+            position_in_history = int(np.flatnonzero(hist.items == int(tgt[row, col]))[0])
+            assert context <= min(position_in_history, max_len)
+            # a counted target sees at least max_len - stride + 1 items, or all it has
+            assert context >= min(position_in_history, max_len - stride + 1)
+
+
+def test_window_stride_default_is_the_non_overlapping_layout() -> None:
+    inter = Interactions.from_raw(["u"] * 12 + ["v"] * 3, [str(i) for i in range(15)], np.arange(15))
+    default = SequenceWindows.build(inter.histories, max_len=5)
+    explicit = SequenceWindows.build(inter.histories, max_len=5, stride=5)
+    assert default.starts.tolist() == explicit.starts.tolist()
+    assert (default.counted == default.starts + 1).all()
+    with pytest.raises(ValueError, match="stride"):
+        SequenceWindows.build(inter.histories, max_len=5, stride=6)
+
+
 def test_negative_sampler_never_returns_a_training_item() -> None:
     rng = np.random.default_rng(0)
     users = rng.integers(0, 20, 300)
