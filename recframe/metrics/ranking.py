@@ -30,6 +30,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from recframe.metrics import cpu_kernels
+
 STANDARD_METRICS: tuple[str, ...] = ("recall", "hr", "ndcg", "mrr", "precision", "map")
 """Per-user standard metrics computed by :func:`standard_metrics` (``item_coverage`` is corpus-level)."""
 
@@ -163,12 +165,19 @@ def _block_rows(scores: Tensor) -> int:
 def _count_all_greater_equal(scores: Tensor, target_scores: Tensor, model_name: str) -> Tensor:
     """``[B, T]`` int64 counts of the columns of ``scores`` (all of them) that are ``>=`` each target score.
 
+    On CPU with float32/float64 scores this is the compiled kernel of :mod:`recframe.metrics.cpu_kernels`
+    (one fused pass per target, rows split over torch's thread count); otherwise the torch path below.
     Each comparison writes 0/1 into a reused float buffer and is summed (float sums of 0/1 are exact below
     ``2**24`` columns; float64 is used above). Reusing one buffer per cache-sized block of rows avoids
     allocating (and page-faulting) a fresh ``[B, n_items + 1]`` tensor per comparison, which dominated the
     cost. The same pass sums each block to run the finite check of :func:`check_finite_scores` without a
     second read of ``scores``.
     """
+    if cpu_kernels.available(scores):
+        counts, row_sums = cpu_kernels.count_greater_equal(scores, target_scores)
+        if not bool(torch.isfinite(row_sums).all()):
+            check_finite_scores(scores, model_name)
+        return counts
     batch, n_cols = scores.shape
     n_targets = target_scores.shape[1]
     dtype = torch.float32 if n_cols < 2**24 else torch.float64
