@@ -183,6 +183,19 @@ def _eval_recframe(model: Any, dm: Any, stage: str, masked: bool) -> dict[str, f
     return ev.compute()
 
 
+def _per_user_ranks_recframe(model: Any, dm: Any, k: int = 10) -> dict[str, int]:
+    """0-based test rank per raw user id, capped at ``k``, seen items masked (the evaluator's own ranks)."""
+    from recframe.metrics import target_ranks
+
+    users = dm.split.train.user_ids
+    out: dict[str, int] = {}
+    for batch in dm.test_dataloader():
+        ranks, _ = target_ranks(model.score(batch), batch["targets"], batch["labels"], batch["seen"])
+        for user, rank in zip(batch["users"].tolist(), ranks[:, 0].tolist()):  # leave-one-out: one target
+            out[str(users[user])] = min(int(rank), k)
+    return out
+
+
 def _epoch_probe(dm: Any, limit_s: float, patience: int) -> Any:
     """A Lightning callback timing each training epoch and evaluating after it (outside the clock)."""
     import lightning as L
@@ -213,6 +226,7 @@ def _epoch_probe(dm: Any, limit_s: float, patience: int) -> Any:
                 for stage in ("valid", "test"):
                     row[stage] = {"masked": _eval_recframe(pl_module, dm, stage, True),
                                   "unmasked": _eval_recframe(pl_module, dm, stage, False)}
+                row["test_rank_per_user"] = _per_user_ranks_recframe(pl_module, dm)
             pl_module.train(was_training)
             row["eval_seconds"] = time.perf_counter() - ev_start
             self.epochs.append(row)
@@ -363,6 +377,49 @@ def _point(row: dict[str, Any]) -> dict[str, Any]:
                      for p in ("masked", "unmasked")}}
 
 
+MISS = "-"  # a per-user rank string holds one character per test user: its 0-based rank, or MISS if >= 10
+BOOTSTRAP_SAMPLES = 5000
+
+
+def pack_ranks(curve: list[dict[str, Any]], users: list[str]) -> None:
+    """Replace each epoch's ``{user: rank capped at 10}`` by one compact string in ``users`` order."""
+    for row in curve:
+        ranks = row.pop("test_rank_per_user", None)
+        if ranks is None:
+            continue
+        missing = set(users) - set(ranks)
+        if missing:
+            raise ValueError(f"per-user test ranks miss {len(missing)} users (e.g. {sorted(missing)[:3]})")
+        row["test_top10_ranks"] = "".join(MISS if ranks[u] >= 10 else str(ranks[u]) for u in users)
+
+
+def per_user_ndcg(row: dict[str, Any]) -> Any:
+    """NDCG@10 per test user (leave-one-out: ``1/log2(rank + 2)`` inside the top 10, else 0), or None."""
+    import numpy as np
+
+    ranks = row.get("test_top10_ranks")
+    if ranks is None:
+        return None
+    return np.array([0.0 if c == MISS else 1.0 / math.log2(int(c) + 2) for c in ranks])
+
+
+def paired_difference(ours: dict[str, Any], theirs: dict[str, Any], seed: int = 0) -> dict[str, Any] | None:
+    """Mean per-user test NDCG@10 difference (recframe - RecBole) on the same test users, with a 95 %
+    paired bootstrap interval (users resampled with replacement, ``BOOTSTRAP_SAMPLES`` draws); None
+    without per-user ranks. A test set of 943 users makes NDCG@10 differences of ~0.01 noise-level, so
+    an interval containing 0 means the two are not distinguishable at that point."""
+    import numpy as np
+
+    a, b = per_user_ndcg(ours), per_user_ndcg(theirs)
+    if a is None or b is None:
+        return None
+    diff = a - b
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, len(diff), (BOOTSTRAP_SAMPLES, len(diff)))].mean(axis=1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return {"mean": float(diff.mean()), "ci95": [float(low), float(high)], "users": len(diff)}
+
+
 def summarize(payload: dict[str, Any]) -> dict[str, Any]:
     """Seconds per epoch, equal-epoch, equal-time and end-of-budget comparisons, and the targets."""
     ours, theirs = payload["recframe"]["epochs"], payload["recbole"]["epochs"]
@@ -388,7 +445,9 @@ def summarize(payload: dict[str, Any]) -> dict[str, Any]:
         equal_time.append({"seconds": t, "recbole_epoch": row["epoch"],
                            "recbole": {"last": _point(rb["last"]), "best": _point(rb["best"])},
                            "recframe": None if mine is None else
-                           {"last": _point(mine["last"]), "best": _point(mine["best"])}})
+                           {"last": _point(mine["last"]), "best": _point(mine["best"])},
+                           "difference": None if mine is None else
+                           paired_difference(mine["best"], rb["best"])})
     budget = payload["budget_seconds"]
     end = {}
     for side, curve in (("recframe", ours), ("recbole", theirs)):
@@ -398,13 +457,29 @@ def summarize(payload: dict[str, Any]) -> dict[str, Any]:
     mine_t = at_t["recframe"]
     ours_ndcg = mine_t["best"]["test"]["masked"][KEY] if mine_t else float("nan")
     theirs_ndcg = at_t["recbole"]["best"]["test"]["masked"][KEY]
+    rows = [r for r in equal_time if r["recframe"] is not None]
+    behind = [r["seconds"] for r in rows
+              if r["recframe"]["best"]["test"]["masked"][KEY] < r["recbole"]["best"]["test"]["masked"][KEY]]
+    diffs = [r["difference"] for r in rows if r["difference"] is not None]
+    significantly_behind = [r["seconds"] for r in rows
+                            if r["difference"] is not None and r["difference"]["ci95"][1] < 0]
     targets = {
         "speedup": {"value": speedup, "target": 10.0, "met": speedup >= 10.0},
         "ndcg_at_equal_time": {"seconds": at_t["seconds"], "recframe": ours_ndcg, "recbole": theirs_ndcg,
                                "met": ours_ndcg >= theirs_ndcg},
+        "ndcg_at_every_equal_time": {"points": len(rows), "behind_at_seconds": behind, "met": not behind},
+        "not_significantly_worse_at_every_equal_time": {
+            "points_with_per_user_ranks": len(diffs), "significantly_behind_at_seconds": significantly_behind,
+            "met": bool(diffs) and len(diffs) == len(rows) and not significantly_behind},
     }
+    consistency = {}
+    for side, curve in (("recframe", ours), ("recbole", theirs)):
+        gaps = [abs(float(v.mean()) - r["test"]["masked"][KEY]) for r in curve
+                if (v := per_user_ndcg(r)) is not None]
+        consistency[side] = max(gaps) if gaps else None
     return {"seconds_per_epoch": speed, "speedup": speedup, "equal_epochs": equal_epochs,
-            "equal_time": equal_time, "end_of_budget": end, "targets": targets}
+            "equal_time": equal_time, "end_of_budget": end, "targets": targets,
+            "per_user_vs_reported_max_gap": consistency}
 
 
 # ------------------------------------------------------------------ report
@@ -414,6 +489,23 @@ def _f(value: float | None, spec: str = ".4f") -> str:
 
 def _test(point: dict[str, Any] | None, metric: str, protocol: str = "masked") -> str:
     return "-" if point is None else _f(point["test"][protocol][metric])
+
+
+def _every_time_targets(tg: dict[str, Any]) -> list[str]:
+    """Target-table rows for the comparisons at every equal training time (absent in older results)."""
+    yes = {True: "yes", False: "**no**"}
+    rows = []
+    every = tg.get("ndcg_at_every_equal_time")
+    if every:
+        behind = ", ".join(f"{t:.0f}" for t in every["behind_at_seconds"]) or "none"
+        rows.append(f"| test NDCG@10 >= RecBole's at every equal training time ({every['points']} points) | "
+                    f"behind at: {behind} s | {yes[every['met']]} |")
+    noise = tg.get("not_significantly_worse_at_every_equal_time")
+    if noise and noise["points_with_per_user_ranks"]:
+        behind = ", ".join(f"{t:.0f}" for t in noise["significantly_behind_at_seconds"]) or "none"
+        rows.append("| not significantly worse at any equal training time (paired bootstrap, 95 %) | "
+                    f"significantly behind at: {behind} s | {yes[noise['met']]} |")
+    return rows
 
 
 def render(payload: dict[str, Any]) -> str:
@@ -449,6 +541,7 @@ def render(payload: dict[str, Any]) -> str:
         f"| test NDCG@10 >= RecBole's at equal training time ({tg['ndcg_at_equal_time']['seconds']:.0f} s, "
         f"RecBole's whole run; selected epochs) | {_f(tg['ndcg_at_equal_time']['recframe'], '.5f')} vs "
         f"{_f(tg['ndcg_at_equal_time']['recbole'], '.5f')} | {yes[tg['ndcg_at_equal_time']['met']]} |",
+        *_every_time_targets(tg),
         "",
         "### Speed and memory",
         "",
@@ -490,16 +583,28 @@ def render(payload: dict[str, Any]) -> str:
         "Seen items masked.",
         "",
         "| training s | RecBole epochs | RecBole NDCG@10 (best val.) | RecBole Recall@10 | recframe epochs "
-        "| recframe NDCG@10 (latest) | recframe NDCG@10 (best val.) | recframe Recall@10 (best val.) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| recframe NDCG@10 (latest) | recframe NDCG@10 (best val.) | recframe Recall@10 (best val.) "
+        "| recframe - RecBole NDCG@10 [95 % CI] |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in s["equal_time"]:
-        m = row["recframe"]
+        m, d = row["recframe"], row.get("difference")
+        gap = "-" if d is None else f"{d['mean']:+.4f} [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]"
         lines.append(
             f"| {row['seconds']:.0f} | {row['recbole_epoch']} | {_test(row['recbole']['best'], KEY)} | "
             f"{_test(row['recbole']['best'], 'recall@10')} | {'-' if m is None else m['last']['epoch']} | "
             f"{_test(m and m['last'], KEY)} | {_test(m and m['best'], KEY)} | "
-            f"{_test(m and m['best'], 'recall@10')} |")
+            f"{_test(m and m['best'], 'recall@10')} | {gap} |")
+    gaps = s.get("per_user_vs_reported_max_gap", {})
+    if any(v is not None for v in gaps.values()):
+        lines += [
+            "",
+            "The interval is a paired bootstrap over the test users (the same users on both sides; "
+            f"{BOOTSTRAP_SAMPLES} resamples) of the per-user NDCG@10 difference, from each side's per-user "
+            "test ranks (pessimistic ties on both sides). Per-user means reproduce each side's reported "
+            f"NDCG@10 to {_f(gaps.get('recframe'), '.1e')} (recframe) and {_f(gaps.get('recbole'), '.1e')} "
+            "(RecBole, whose own evaluator breaks float ties by topk order).",
+        ]
     lines += [
         "",
         f"### End of the budget ({payload['budget_seconds'] / 60:g} min of training per side)",
@@ -655,6 +760,9 @@ def run(ns: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
           file=sys.stderr)
     ours = run_recframe(ns.config, limit_s, max_epochs, patience, ns.threads)
     check = compare_data(ours["data"], theirs["data"])
+    test_users = sorted({u for u, _ in ours["data"]["test_targets"]})
+    pack_ranks(ours["epochs"], test_users)
+    pack_ranks(theirs["epochs"], test_users)
     ours["data"], theirs["data"] = _public(ours["data"]), _public(theirs["data"])
     try:
         config_name = str(ns.config.resolve().relative_to(ROOT))
@@ -668,7 +776,8 @@ def run(ns: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         "threads": ns.threads, "seed": cfg["seed"], "cpus": os.cpu_count(),
         "recframe_config": {"model": cfg["model"], "data": cfg["data"]},
         "recbole_config": theirs.pop("resolved_config"), "peer_requirements": [*PEER_PRE, *PEER_REQUIREMENTS],
-        "differences": DIFFERENCES, "data_check": check, "recframe": ours, "recbole": theirs,
+        "differences": DIFFERENCES, "data_check": check, "test_users": test_users,
+        "recframe": ours, "recbole": theirs,
         "load_average": {"start": load_start, "end": os.getloadavg()},
         "wall_seconds": time.perf_counter() - wall, "date_run": time.strftime("%Y-%m-%d %H:%M"),
     }

@@ -162,6 +162,26 @@ def evaluate(trainer: Any, loader: Any, mask: HistoryMask, masked: bool) -> dict
     return out
 
 
+def per_user_ranks(trainer: Any, loader: Any, mask: HistoryMask, dataset: Any, k: int = 10) -> dict[str, int]:
+    """0-based test rank per raw user id, capped at ``k`` (= not in the top k), seen items masked, from the
+    scores RecBole's evaluator ranks (``Trainer._full_sort_batch_eval``); ties count pessimistically, as
+    recframe counts them (float scores make ties rare). Leave-one-out: one target per row."""
+    import torch
+
+    mask.enabled = True
+    trainer.model.eval()
+    out: dict[str, int] = {}
+    with torch.no_grad():
+        for batched in loader:
+            interaction, scores, positive_u, positive_i = trainer._full_sort_batch_eval(batched)
+            target = scores[positive_u, positive_i]
+            ranks = (scores[positive_u] >= target[:, None]).sum(dim=1) - 1
+            users = dataset.id2token(dataset.uid_field, interaction[dataset.uid_field][positive_u].numpy())
+            for user, rank in zip(users.tolist(), ranks.tolist()):
+                out[str(user)] = min(int(rank), k)
+    return out
+
+
 def main() -> int:
     spec = json.loads(Path(sys.argv[1]).read_text())
     sys.argv = sys.argv[:1]  # RecBole's Config would read --key=value arguments
@@ -238,6 +258,7 @@ def main() -> int:
         for stage, loader in (("valid", valid_data), ("test", test_data)):
             row[stage] = {"masked": evaluate(trainer, loader, masks[stage], True),
                           "unmasked": evaluate(trainer, loader, masks[stage], False)}
+        row["test_rank_per_user"] = per_user_ranks(trainer, test_data, masks["test"], dataset)
         row["eval_seconds"] = time.perf_counter() - ev_start
         epochs.append(row)
         score = row["valid"]["masked"]["ndcg@10"]

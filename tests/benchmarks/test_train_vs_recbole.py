@@ -44,3 +44,32 @@ def test_summary_speedup_and_equal_time_target():
     assert s["targets"]["ndcg_at_equal_time"]["recframe"] == pytest.approx(0.09)
     assert s["targets"]["ndcg_at_equal_time"]["met"] is True  # 0.09 vs RecBole's best 0.06 at 60 s
     assert s["end_of_budget"]["recbole"]["last"]["epoch"] == 1  # only its first epoch fits in 30 s
+
+
+def test_per_user_ranks_pack_and_paired_difference_known_answer():
+    import math
+
+    from benchmarks.train_vs_recbole import pack_ranks, paired_difference, per_user_ndcg
+
+    users = ["1", "10", "2"]
+    ours = [{"test_rank_per_user": {"1": 0, "10": 3, "2": 10}}]
+    theirs = [{"test_rank_per_user": {"1": 1, "10": 3, "2": 12}}]
+    pack_ranks(ours, users)
+    pack_ranks(theirs, users)
+    assert ours[0]["test_top10_ranks"] == "03-" and theirs[0]["test_top10_ranks"] == "13-"
+    assert per_user_ndcg(ours[0]).tolist() == [1.0, 1 / math.log2(5), 0.0]
+    d = paired_difference(ours[0], theirs[0])
+    assert d["mean"] == pytest.approx((1.0 - 1 / math.log2(3)) / 3)
+    low, high = d["ci95"]
+    assert 0.0 <= low <= d["mean"] <= high  # only one user differs, and in our favour
+    with pytest.raises(ValueError, match="miss 1 users"):
+        pack_ranks([{"test_rank_per_user": {"1": 0}}], ["1", "2"])
+
+
+def test_every_equal_time_target_names_where_recframe_is_behind():
+    ours = _curve([2] * 10, [.1 * i for i in range(10)], [.01 * i for i in range(10)])
+    theirs = _curve([4, 30], [.1, .2], [.05, .06])  # at 4 s recframe's best-validation test is 0.01
+    s = summarize({"recframe": {"epochs": ours}, "recbole": {"epochs": theirs}, "budget_seconds": 34})
+    every = s["targets"]["ndcg_at_every_equal_time"]
+    assert every["behind_at_seconds"] == [4] and every["met"] is False
+    assert s["targets"]["ndcg_at_equal_time"]["met"] is True  # the end point alone would hide it
