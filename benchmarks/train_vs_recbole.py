@@ -19,7 +19,8 @@ Definitions used throughout:
 
 * **Epoch** — one pass over every training target, the same 97,171 (user, next item) targets on
   both sides. recframe cuts each user's training sequence into windows of at most
-  ``max_len + 1`` items and predicts every position of a window (one forward per window);
+  ``max_len + 1`` items, ``data.window_stride`` apart, and predicts every target once (one forward
+  per window; overlapping windows count only the targets the next window does not);
   RecBole's data augmentation makes one sample per prefix (one forward per target).
 * **Budget** — RecBole runs first and trains until its cumulative training time would pass
   ``--budget-minutes`` (an epoch starts only if the previous epoch's duration still fits; its
@@ -72,9 +73,10 @@ DIFFERENCES = [
     "Block layout: recframe is pre-norm (x + Attn(LN(x)), x + FFN(LN(x)), final LayerNorm); RecBole is "
     "post-norm (BERT style, LN(x + Attn(x)), LN(x + FFN(x))) with a LayerNorm on the input embeddings.",
     "LayerNorm eps: recframe 1e-5 (torch default, not configurable); RecBole 1e-12.",
-    "Context per target: RecBole gives every target its last <= 50 items; recframe's windows of <= 51 "
-    "items give a target at offset j of a window only the j items before it in that window, so for "
-    "users with more than 51 training items some targets see fewer than 50 items.",
+    "Context per target: RecBole gives every target its last <= 50 items (one sample per prefix); "
+    "recframe's windows of <= 51 items overlap by max_len - window_stride items, so a target sees at least "
+    "max_len - window_stride + 1 items (or all it has); with window_stride = max_len (no overlap) a target "
+    "at offset j of a window sees only the j items before it.",
     "Optimiser steps per epoch: recframe batches 128 windows (about 5,000 targets) per step; RecBole "
     "batches 128 targets per step. Both use Adam, lr 1e-3, no weight decay.",
     "Positions: recframe aligns learned positions to the end of the sequence (left padding, the latest "
@@ -288,13 +290,13 @@ def recframe_data_summary(dm: Any) -> dict[str, Any]:
     sp = dm.split
     train = sp.train
     hist = train.histories
-    windows = SequenceWindows.build(hist, dm.max_len)
+    windows = SequenceWindows.build(hist, dm.max_len, dm.window_stride)
     users, items = train.user_ids, train.item_ids
     pos = np.arange(len(train)) - hist.indptr[train.user]
     tgt = pos > 0  # every training item but a user's first is a target
     out: dict[str, Any] = {
         "n_users": dm.n_users, "n_items": dm.n_items,
-        "n_train_targets": int((windows.ends - windows.starts - 1).sum()),
+        "n_train_targets": windows.n_targets(), "window_stride": dm.window_stride or dm.max_len,
         "n_train_targets_from_histories": int(tgt.sum()),
         "n_windows": len(windows), "train_batches_per_epoch": math.ceil(len(windows) / dm.batch_size),
         "train_targets_digest": _digest([f"{users[u]}\t{items[i]}"
@@ -491,6 +493,13 @@ def _test(point: dict[str, Any] | None, metric: str, protocol: str = "masked") -
     return "-" if point is None else _f(point["test"][protocol][metric])
 
 
+def _stride_text(stride: int, max_len: int) -> str:
+    if stride >= max_len:
+        return "consecutive and not overlapping (every position of a window is a target)"
+    return (f"{stride} items apart, so consecutive windows overlap and a window's loss counts only its last "
+            f"{stride} targets (each sees at least {max_len - stride + 1} items of context, or all it has)")
+
+
 def _every_time_targets(tg: dict[str, Any]) -> list[str]:
     """Target-table rows for the comparisons at every equal training time (absent in older results)."""
     yes = {True: "yes", False: "**no**"}
@@ -642,8 +651,9 @@ def render(payload: dict[str, Any]) -> str:
         "",
         f"* **Epoch.** One pass over the {dr['n_train_targets']:,} training targets (every training item "
         "of a user except the first). recframe: the training sequences are cut into "
-        f"{dr['n_windows']:,} windows of at most {max_len + 1} items and every position of a window is a "
-        "target (one forward pass per window, causal attention). RecBole: its sequential data augmentation "
+        f"{dr['n_windows']:,} windows of at most {max_len + 1} items, "
+        f"{_stride_text(dr.get('window_stride', max_len), max_len)}; each target is counted once per epoch "
+        "(one forward pass per window, causal attention). RecBole: its sequential data augmentation "
         f"makes one sample per prefix (the last <= {max_len} items before the target; one forward pass per "
         "target).",
         "* **Training time.** Wall time of the training epochs only (data loading and optimiser steps "
