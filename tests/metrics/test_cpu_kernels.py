@@ -9,6 +9,7 @@ import torch
 
 from recframe.metrics import cpu_kernels
 from recframe.metrics.ranking import NonFiniteScoresError, target_ranks
+from tests.metrics.test_ranking import random_case
 
 pytestmark = pytest.mark.skipif(cpu_kernels.numba is None, reason="numba not installed")
 
@@ -54,11 +55,7 @@ def test_concurrent_calls_from_python_threads() -> None:
 
 
 def test_ranks_are_identical_with_the_kernel_and_with_torch(monkeypatch: pytest.MonkeyPatch) -> None:
-    g = torch.Generator().manual_seed(2)
-    scores = torch.randint(0, 6, (50, 300), generator=g).float()
-    targets = torch.randint(0, 300, (50, 5), generator=g)
-    labels = torch.randint(-1, 2, (50, 5), generator=g)
-    seen = torch.randint(0, 300, (50, 7), generator=g)
+    scores, targets, labels, seen = random_case(seed=2, rows=50, cols=300, n_targets=5, n_seen=7, levels=6)
     with_kernel, _ = target_ranks(scores, targets, labels, seen, strategy="compare")
     monkeypatch.setenv("RECFRAME_NUMBA", "0")
     assert not cpu_kernels.available(scores)

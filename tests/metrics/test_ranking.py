@@ -26,6 +26,17 @@ def _row(values: list[float]) -> torch.Tensor:
     return torch.tensor([[0.0, *values]])
 
 
+def random_case(seed: int, rows: int, cols: int, n_targets: int, n_seen: int, levels: int
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Integer scores in ``0..levels-1`` (many ties) with random targets, labels and seen items."""
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.randint(0, levels, (rows, cols), generator=g).float()
+    targets = torch.randint(0, cols, (rows, n_targets), generator=g)
+    labels = torch.randint(-1, 2, (rows, n_targets), generator=g)
+    seen = torch.randint(0, cols, (rows, n_seen), generator=g)
+    return scores, targets, labels, seen
+
+
 def reference_ranks(scores, targets, labels, seen) -> list[list[int]]:
     """Brute-force ranks: sort eligible items by (-score, non-target first, label, id)."""
     out = []
@@ -204,15 +215,17 @@ def test_ranks_match_brute_force_reference_with_ties(batch):
     scores, targets, labels, seen = batch
     seen_t = torch.tensor(seen, dtype=torch.long) if seen[0] else None
     expected = reference_ranks(scores, targets, labels, seen)
-    for strategy in ("sort", "compare", "auto"):
-        ranks, valid = target_ranks(
-            torch.tensor(scores),
-            torch.tensor(targets),
-            torch.tensor(labels, dtype=torch.int8),
-            seen_t,
-            strategy=strategy,
-        )
-        assert ranks.tolist() == expected, strategy
+    for strategy, numba in (("sort", "1"), ("compare", "1"), ("compare", "0"), ("auto", "1")):
+        with pytest.MonkeyPatch.context() as patch:  # "0": the torch counting path instead of the kernel
+            patch.setenv("RECFRAME_NUMBA", numba)
+            ranks, valid = target_ranks(
+                torch.tensor(scores),
+                torch.tensor(targets),
+                torch.tensor(labels, dtype=torch.int8),
+                seen_t,
+                strategy=strategy,
+            )
+        assert ranks.tolist() == expected, (strategy, numba)
     # Ranks of the valid held-out items of a row are distinct.
     for row, ok in zip(ranks.tolist(), valid.tolist()):
         kept = [r for r, v in zip(row, ok) if v]
@@ -221,11 +234,8 @@ def test_ranks_match_brute_force_reference_with_ties(batch):
 
 @pytest.mark.parametrize("n_targets", [12, 80])  # "auto" compares up to 64 targets, sorts above
 def test_many_targets_sort_and_compare_paths_agree(n_targets):
-    g = torch.Generator().manual_seed(1)
-    scores = torch.randint(0, 5, (6, 100), generator=g).float()
-    targets = torch.randint(0, 100, (6, n_targets), generator=g)
-    labels = torch.randint(-1, 2, (6, n_targets), generator=g)
-    seen = torch.randint(0, 100, (6, 5), generator=g)
+    scores, targets, labels, seen = random_case(seed=1, rows=6, cols=100, n_targets=n_targets, n_seen=5,
+                                                levels=5)
     auto, _ = target_ranks(scores, targets, labels, seen)
     compare, _ = target_ranks(scores, targets, labels, seen, strategy="compare")
     sort, _ = target_ranks(scores, targets, labels, seen, strategy="sort")
@@ -244,11 +254,8 @@ def test_multi_block_streaming_matches_the_reference(monkeypatch):
     import recframe.metrics.ranking as ranking
 
     monkeypatch.setattr(ranking, "_CPU_BLOCK_ELEMENTS", 8)
-    g = torch.Generator().manual_seed(2)
-    scores = torch.randint(0, 4, (7, 13), generator=g).float()
-    targets = torch.randint(0, 13, (7, 3), generator=g)
-    labels = torch.randint(-1, 2, (7, 3), generator=g)
-    seen = torch.randint(0, 13, (7, 4), generator=g)
+    monkeypatch.setenv("RECFRAME_NUMBA", "0")  # the blocks belong to the torch path
+    scores, targets, labels, seen = random_case(seed=2, rows=7, cols=13, n_targets=3, n_seen=4, levels=4)
     ranks, _ = target_ranks(scores, targets, labels, seen, strategy="compare")
     expected = reference_ranks(scores.tolist(), targets.tolist(), labels.tolist(), seen.tolist())
     assert ranks.tolist() == expected
