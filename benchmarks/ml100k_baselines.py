@@ -32,7 +32,8 @@ TITLES = {"loo": "leave-one-out",
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS),
+                        help="models to (re)train; the others keep their rows from the existing results")
     parser.add_argument("--split", choices=["loo", "ratio"], default="loo")
     parser.add_argument("--render-only", action="store_true",
                         help="rebuild the markdown table from the existing JSON without training")
@@ -42,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         runs = json.loads((RESULTS / f"{name}.json").read_text())["runs"]
     else:
         extra = ["--data.split", ns.split]
-        runs = {model: fit_and_test(CONFIGS / MODELS[model], extra) for model in ns.models}
+        previous = RESULTS / f"{name}.json"
+        # a subset of --models reruns only those; the other rows keep their recorded runs
+        runs = json.loads(previous.read_text())["runs"] if previous.exists() else {}
+        runs.update({model: fit_and_test(CONFIGS / MODELS[model], extra) for model in ns.models})
+        runs = {model: runs[model] for model in MODELS if model in runs}
     floor = runs.get("Popularity", {}).get("test", {}).get("ndcg@10")
     rows = {}
     for model, run in runs.items():

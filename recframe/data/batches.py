@@ -70,8 +70,8 @@ class SequenceWindows:
         ``stride = max_len`` (the default) gives consecutive windows without
         overlap: a target at offset ``j`` of a window sees only the ``j`` items
         before it. A smaller stride overlaps the windows so every counted target
-        sees at least ``max_len - stride`` items of context, at ``max_len / stride``
-        times the tokens per epoch.
+        sees at least ``max_len - stride + 1`` items of context (or all it has),
+        at about ``max_len / stride`` times the tokens per epoch.
         """
         stride = max_len if stride is None else int(stride)
         if not 1 <= stride <= max_len:

@@ -206,7 +206,7 @@ class RecDataModule(L.LightningDataModule):
         max_len: history length fed to sequential models.
         window_stride: for sequence models, how far consecutive training windows of one user
             are apart (default ``max_len``: no overlap). A smaller stride gives every target at
-            least ``max_len - window_stride`` items of context (see ``SequenceWindows.build``).
+            least ``max_len - window_stride + 1`` items of context (see ``SequenceWindows.build``).
         batch_size: training batch size.
         eval_batch_size: users per evaluation chunk (metrics do not depend on it).
         eval_ks: cut-offs for every metric.
