@@ -68,8 +68,8 @@ class SequenceWindows:
         ``n, n - stride, n - 2*stride, ...`` (the latest window is full) and each
         counts its last ``stride`` targets, the earliest window all of its own.
         ``stride = max_len`` (the default) gives consecutive windows without
-        overlap: a target at offset ``j`` of a window sees only the ``j`` items
-        before it. A smaller stride overlaps the windows so every counted target
+        overlap: a target early in a window sees only the few items before it
+        in that window. A smaller stride overlaps the windows so every counted target
         sees at least ``max_len - stride + 1`` items of context (or all it has),
         at about ``max_len / stride`` times the tokens per epoch.
         """
