@@ -41,10 +41,10 @@ def fit_and_test(
     val = trainer.validate(model, dm, ckpt_path=best, verbose=False)[0]
     test = trainer.test(model, dm, ckpt_path=best, verbose=False)[0]
     return {
-        "config": str(config),
+        "config": _shown(config),
         "overrides": list(extra or []),
         "train_seconds": round(train_s, 1),
-        "resumed_from": str(ckpt_path) if ckpt_path else None,
+        "resumed_from": _shown(ckpt_path) if ckpt_path else None,
         "epochs": trainer.current_epoch,
         "best_checkpoint_epoch": _epoch_of(best),
         "best_checkpoint": best,
@@ -53,6 +53,15 @@ def fit_and_test(
         "valid": {k[len("val/"):]: v for k, v in val.items() if k.startswith("val/")},
         "test": {k[len("test/"):]: v for k, v in test.items() if k.startswith("test/")},
     }
+
+
+def _shown(path: str | Path) -> str:
+    """``path`` relative to the working directory when inside it, so recorded results name no machine path."""
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _epoch_of(path: str | None) -> int | None:
