@@ -92,8 +92,7 @@ class SequenceWindows:
                     break
                 counted.append(max(start + 1, end - stride))
                 end -= stride
-        as_array = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
-        return cls(as_array(starts), as_array(ends), as_array(counted))
+        return cls(*(np.asarray(column, dtype=np.int64) for column in (starts, ends, counted)))
 
     def __len__(self) -> int:
         return len(self.starts)
