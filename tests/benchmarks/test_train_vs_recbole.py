@@ -49,7 +49,7 @@ def test_summary_speedup_and_equal_time_target():
 def test_per_user_ranks_pack_and_paired_difference_known_answer():
     import math
 
-    from benchmarks.train_vs_recbole import pack_ranks, paired_difference, per_user_ndcg
+    from benchmarks.per_user import pack_ranks, paired_difference, per_user_ndcg
 
     users = ["1", "10", "2"]
     ours = [{"test_rank_per_user": {"1": 0, "10": 3, "2": 10}}]
