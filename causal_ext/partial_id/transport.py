@@ -18,6 +18,16 @@ an observation that was smoothed away, a grid point with zero mass)::
     g(z) = s * min_k [s c(ya_k, z) - s f_k],   f(y) = s * min_l [s c(y, yb_l) - s g_l],
 
 with ``s = +1`` for the lower bound and ``s = -1`` for the upper one.
+
+Solver input. The network simplex is handed ``m - min(m)`` (``m = s c``), never a
+matrix with negative entries: POT's simplex sizes its artificial start arcs from
+the largest cost, so with ``m = -c <= 0`` (every upper bound of a non-negative
+cost) those arcs can be cheaper than real paths, survive in the final basis and
+make POT report "Problem infeasible" with an all-zero plan. A constant shift
+changes no coupling's ranking (every plan has total mass 1), so the plan is the
+same and the value is recomputed from the original cost. Any solver status other
+than optimal, or a plan whose marginals are not ``a`` and ``b``, raises
+``RuntimeError``: a failed solve must never pass for a bound.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from causal_ext.partial_id.costs import Cost, cost_matrix
 __all__ = ["Transport", "solve_bound"]
 
 _MAX_ITER = 10_000_000
+_MARGINAL_TOL = 1e-7
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,20 @@ def _positive(y: np.ndarray, w: np.ndarray, name: str) -> tuple[np.ndarray, np.n
     return y[keep], w[keep] / w[keep].sum()
 
 
+def _check_solved(plan: np.ndarray, log: dict, a: np.ndarray, b: np.ndarray, sense: int) -> None:
+    """Raise unless POT reports an optimal solve and the plan's marginals are ``a`` and ``b``."""
+    bound = "lower" if sense == 1 else "upper"
+    shape = f"{len(a)} x {len(b)}"
+    if log.get("result_code") != 1 or log.get("warning"):
+        raise RuntimeError(f"ot.emd failed on the {bound} bound ({shape} problem): {log.get('warning')!r} "
+                           f"(result code {log.get('result_code')}); the bound would be meaningless. "
+                           "Please report this with the inputs that caused it.")
+    err = max(np.abs(plan.sum(axis=1) - a).max(), np.abs(plan.sum(axis=0) - b).max())
+    if not err <= _MARGINAL_TOL:
+        raise RuntimeError(f"ot.emd returned a plan for the {bound} bound ({shape} problem) whose marginals "
+                           f"miss the laws by {err:.3g} (> {_MARGINAL_TOL}); the bound would be meaningless")
+
+
 def solve_bound(ya: np.ndarray, a: np.ndarray, yb: np.ndarray, b: np.ndarray, cost: Cost,
                 sense: int) -> Transport:
     """Exact lower (``sense=+1``) or upper (``sense=-1``) bound on ``E[c(Y1, Y0)]`` with potentials.
@@ -89,6 +114,10 @@ def solve_bound(ya: np.ndarray, a: np.ndarray, yb: np.ndarray, b: np.ndarray, co
     ``a`` and ``b`` are normalised to probability vectors; points with zero mass
     are dropped before solving (the potentials are still defined there through
     :meth:`Transport.f_at` / :meth:`Transport.g_at`).
+
+    Raises:
+        RuntimeError: when the network simplex does not reach an optimal solution
+            (infeasible, unbounded or out of iterations) or its plan misses the marginals.
     """
     if sense not in (1, -1):
         raise ValueError(f"sense={sense} must be +1 (lower bound) or -1 (upper bound)")
@@ -96,10 +125,13 @@ def solve_bound(ya: np.ndarray, a: np.ndarray, yb: np.ndarray, b: np.ndarray, co
     yb, b = _positive(yb, b, "control law")
     c = cost_matrix(cost, ya, yb)
     m = sense * c
-    plan, log = ot.emd(a, b, m, numItermax=_MAX_ITER, log=True)
-    if log.get("warning"):
-        warnings.warn(f"ot.emd: {log['warning']}", RuntimeWarning, stacklevel=2)
-    # canonical potentials by a double c-transform of the simplex duals (for the min problem on m)
+    shifted = m - m.min()                      # non-negative costs for the simplex (module docstring)
+    with warnings.catch_warnings():            # POT also warns on failure; the check below raises instead
+        warnings.simplefilter("ignore", UserWarning)
+        plan, log = ot.emd(a, b, shifted, numItermax=_MAX_ITER, log=True)
+    _check_solved(plan, log, a, b, sense)
+    # canonical potentials by a double c-transform of the simplex duals (for the min problem on m; the
+    # duals of the shifted problem are duals of m up to the constant, which the transform absorbs)
     u = np.asarray(log["u"], float)
     v = np.min(m - u[:, None], axis=0)
     u = np.min(m - v[None, :], axis=1)
