@@ -6,7 +6,12 @@
   real name, and the previous file survives until the new one is complete.
 * Loads use ``torch.load(weights_only=True)``: a checkpoint can hold tensors
   and plain containers only, never code.
-* A truncated or corrupted file raises :class:`CheckpointError` naming the file.
+* Loads verify the archive first: a checkpoint is a zip file whose every member
+  carries a CRC-32, and :func:`verify_checkpoint` reads every member and checks
+  it, so one flipped byte inside a weight tensor is refused instead of loading
+  silently with wrong weights.
+* A truncated or corrupted file, a file that is not a checkpoint at all, or a
+  directory raises :class:`CheckpointError` naming the file.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import os
 import pickle
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -49,18 +55,56 @@ def save_checkpoint(checkpoint: dict[str, Any], path: str | Path) -> None:
     atomic_write(path, lambda fh: torch.save(checkpoint, fh))
 
 
-def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
-    """Load a checkpoint with ``weights_only=True``; corrupted files get a clear error."""
+def verify_checkpoint(path: str | Path) -> None:
+    """Refuse a checkpoint whose archive is damaged: check every zip member's CRC-32.
+
+    ``torch.save`` writes a zip archive and stores the CRC-32 of every member
+    (the pickle and each tensor's bytes). Reading every member and comparing
+    its CRC catches truncation, a damaged directory and flipped bytes anywhere
+    in the stored data, at the cost of reading the file once.
+
+    Raises:
+        CheckpointError: naming ``path`` when it is not a zip archive or a member fails its CRC.
+    """
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist; check the path (runs/<name>/version_*/"
-                              "checkpoints/ holds last.ckpt and the best one).")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
-    except (RuntimeError, EOFError, OSError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as exc:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except zipfile.BadZipFile:
+        raise CheckpointError(
+            f"checkpoint {path} is truncated or corrupted (not a readable torch checkpoint archive); "
+            "it cannot be loaded. Resume from an earlier checkpoint or retrain.") from None
+    except (OSError, EOFError, ValueError, NotImplementedError, zlib.error, KeyError, RuntimeError) as exc:
         raise CheckpointError(
             f"checkpoint {path} is truncated or corrupted ({type(exc).__name__}: {str(exc)[:200]}); "
             "it cannot be loaded. Resume from an earlier checkpoint or retrain.") from None
+    if bad is not None:
+        raise CheckpointError(
+            f"checkpoint {path} is truncated or corrupted (member {bad} fails its CRC-32 check); "
+            "it cannot be loaded. Resume from an earlier checkpoint or retrain.")
+
+
+def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
+    """Verify (:func:`verify_checkpoint`), then load with ``weights_only=True``; bad files: one clear error."""
+    path = Path(path)
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {path} is a directory; pass a checkpoint file inside it "
+                              "(runs/<name>/version_*/checkpoints/last.ckpt or the best-*.ckpt one).")
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist; check the path (runs/<name>/version_*/"
+                              "checkpoints/ holds last.ckpt and the best one).")
+    verify_checkpoint(path)
+    try:
+        ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    except (RuntimeError, EOFError, OSError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError,
+            KeyError, IndexError, TypeError) as exc:
+        raise CheckpointError(
+            f"checkpoint {path} is truncated or corrupted ({type(exc).__name__}: {str(exc)[:200]}); "
+            "it cannot be loaded. Resume from an earlier checkpoint or retrain.") from None
+    if not isinstance(ckpt, dict):
+        raise CheckpointError(f"checkpoint {path} holds a {type(ckpt).__name__}, not a checkpoint "
+                              "dictionary; pass a file written by `recframe fit`.")
+    return ckpt
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
