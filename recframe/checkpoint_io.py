@@ -85,7 +85,7 @@ def verify_checkpoint(path: str | Path) -> None:
 
 
 def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
-    """Verify (:func:`verify_checkpoint`), then load with ``weights_only=True``; bad files: one clear error."""
+    """Verify the archive (:func:`verify_checkpoint`), then load with ``weights_only=True``."""
     path = Path(path)
     if path.is_dir():
         raise CheckpointError(f"checkpoint {path} is a directory; pass a checkpoint file inside it "
