@@ -9,10 +9,11 @@ solutions), ``records_`` (one JSON-ready record per item and rendering, see
 Per network and query type the generator draws up to ``candidates_per_type`` distinct candidates
 (retrying duplicates a bounded number of times). A candidate whose relevant sub-network (the
 ancestral closure of the variables it mentions) has more than ``max_context_rows`` CPT rows is
-skipped as too large to render; a candidate whose answer is undefined (e.g. a positivity failure
-after rounding) is counted as ``undefined``; every other candidate is solved exactly and dropped
-if any shortcut rule fires (:data:`causal_ext.unico.queries.RULES`); the drop rate of a type is
-dropped / solved.
+skipped as too large to render (if a type keeps nothing on a network, a fallback solves more
+candidates, smallest first, up to ``fallback_context_rows``); a candidate whose answer is undefined
+(e.g. a positivity failure after rounding) is counted as ``undefined``; every other candidate is
+solved exactly and dropped if any shortcut rule fires (:data:`causal_ext.unico.queries.RULES`); the
+drop rate of a type is dropped / solved.
 """
 
 from __future__ import annotations
@@ -86,6 +87,17 @@ class UniCoGenerator:
         decimals: round every CPT to this many decimals before generating (what is shown is what is
             answered); ``None`` keeps the network's numbers as they are.
         max_context_rows: skip candidates whose relevant sub-network has more CPT rows than this.
+        fallback_context_rows: when a type keeps no item on a named (bnlearn or example) network,
+            because every candidate exceeded ``max_context_rows`` (as controlled direct effects on alarm
+            often do: their relevant sub-networks mostly have over 100 CPT rows) or every solved one was
+            dropped by a shortcut rule, draw a larger pool and solve its candidates up to this many rows,
+            smallest first, until one is kept, so that every type such a network admits can yield items.
+            Random networks get no fallback: they are many and interchangeable, so a type one of them
+            misses is covered by the others (and solving large pools on all of them is slow). ``None`` or
+            0 turns the fallback off. Fallback candidates solved are counted in ``stats_`` as
+            ``fallback``. Default 400 CPT rows: about the most a reader (or a model's context) should be
+            asked to read in one item; on alarm and insurance the median context of several types is
+            110-290 rows.
         seed: seed of the query sampler.
     """
 
@@ -97,6 +109,7 @@ class UniCoGenerator:
         tolerance: float = 0.01,
         decimals: int | None = 2,
         max_context_rows: int = 80,
+        fallback_context_rows: int | None = 400,
         seed: int = 0,
     ):
         self.query_types = query_types
@@ -105,6 +118,7 @@ class UniCoGenerator:
         self.tolerance = tolerance
         self.decimals = decimals
         self.max_context_rows = max_context_rows
+        self.fallback_context_rows = fallback_context_rows
         self.seed = seed
 
     def _check_settings(self) -> list[str]:
@@ -142,6 +156,7 @@ class UniCoGenerator:
                 "dropped": 0,
                 "undefined": 0,
                 "too_large": 0,
+                "fallback": 0,
                 "networks_without_instance": 0,
                 "by_rule": {},
             }
@@ -160,7 +175,8 @@ class UniCoGenerator:
             for qtype in types:
                 stats = per_type[qtype]
                 seen: set[tuple] = set()
-                solved = 0
+                too_large: list[tuple[int, Any]] = []
+                solved = kept = 0
                 for _attempt in range(5 * self.candidates_per_type):
                     if solved >= self.candidates_per_type:
                         break
@@ -171,32 +187,20 @@ class UniCoGenerator:
                     if q.key in seen:
                         continue
                     seen.add(q.key)
-                    if _rows(bn.subnetwork(q.variables())) > self.max_context_rows:
+                    rows = _rows(bn.subnetwork(q.variables()))
+                    if rows > self.max_context_rows:
                         stats["too_large"] += 1
+                        too_large.append((rows, q))
                         continue
-                    try:
-                        sol = solve(bn, q, self.tolerance, info)
-                    except ValueError:
-                        stats["undefined"] += 1
-                        continue
-                    solved += 1
-                    stats["candidates"] += 1
-                    ps["candidates"] += 1
-                    fired = sol.dropped_by
-                    if fired:
-                        stats["dropped"] += 1
-                        for rule in fired:
-                            stats["by_rule"][rule] = stats["by_rule"].get(rule, 0) + 1
-                        self.drops_.append(
-                            {"network": bn.name, "query_type": qtype, "rules": fired, "query": q.to_dict()}
-                        )
-                        continue
-                    stats["kept"] += 1
-                    ps["kept"] += 1
-                    self.items_.append((src, bn, sol))
-                    item_id = f"unico-{len(self.items_) - 1:06d}"
-                    for rendering in self.renderings:
-                        self.records_.append(self._record(item_id, src, bn, sol, renderer, rendering))
+                    outcome = self._keep(src, bn, q, qtype, info, renderer, stats, ps)
+                    solved += outcome != "undefined"
+                    kept += outcome == "kept"
+                named = src.kind != "random"
+                if kept == 0 and (solved or too_large) and self.fallback_context_rows and named:
+                    for q in self._fallback(bn, qtype, rng, info, seen, too_large):
+                        stats["fallback"] += 1
+                        if self._keep(src, bn, q, qtype, info, renderer, stats, ps) == "kept":
+                            break
         for s in per_type.values():
             s["drop_rate"] = s["dropped"] / s["candidates"] if s["candidates"] else None
         per_rung: dict[int, dict[str, Any]] = {}
@@ -218,6 +222,53 @@ class UniCoGenerator:
             "rules": {r: RULES[r] for r in RULES},
         }
         return self
+
+    def _keep(self, src: Source, bn: DiscreteBN, q: Any, qtype: str, info: NetInfo, renderer: Renderer,
+              stats: dict[str, Any], ps: dict[str, int]) -> str:
+        """Solve a candidate, apply the shortcut rules, record it: ``undefined``, ``dropped`` or ``kept``."""
+        try:
+            sol = solve(bn, q, self.tolerance, info)
+        except ValueError:
+            stats["undefined"] += 1
+            return "undefined"
+        stats["candidates"] += 1
+        ps["candidates"] += 1
+        fired = sol.dropped_by
+        if fired:
+            stats["dropped"] += 1
+            for rule in fired:
+                stats["by_rule"][rule] = stats["by_rule"].get(rule, 0) + 1
+            self.drops_.append(
+                {"network": bn.name, "query_type": qtype, "rules": fired, "query": q.to_dict()}
+            )
+            return "dropped"
+        stats["kept"] += 1
+        ps["kept"] += 1
+        self.items_.append((src, bn, sol))
+        item_id = f"unico-{len(self.items_) - 1:06d}"
+        for rendering in self.renderings:
+            self.records_.append(self._record(item_id, src, bn, sol, renderer, rendering))
+        return "kept"
+
+    def _fallback(self, bn: DiscreteBN, qtype: str, rng: np.random.Generator, info: NetInfo,
+                  seen: set[tuple], too_large: list[tuple[int, Any]]) -> list[Any]:
+        """More candidates for a type that kept nothing on a network, smallest context first.
+
+        Draws up to ``10 * candidates_per_type`` more distinct candidates, pools them with the too-large
+        ones already drawn, and returns those within ``fallback_context_rows`` in increasing context size;
+        the caller solves them in that order until one is kept.
+        """
+        pool = list(too_large)
+        for _attempt in range(10 * self.candidates_per_type):
+            q = sample_query(bn, qtype, rng, info)
+            if q is None:
+                break
+            if q.key in seen:
+                continue
+            seen.add(q.key)
+            pool.append((_rows(bn.subnetwork(q.variables())), q))
+        pool.sort(key=lambda pair: pair[0])
+        return [q for rows, q in pool if rows <= self.fallback_context_rows]
 
     def _record(
         self, item_id: str, src: Source, bn: DiscreteBN, sol: Solution, renderer: Renderer, rendering: str

@@ -213,3 +213,19 @@ def test_code_rendering_survives_awkward_names():
         assert out["a-b"] == "hi'gh" and out["a_b"] == "1"  # u=0.5 > 0.25 -> 2nd state; 0.5 >= 0.3 -> '1'
     with pytest.raises(ValueError, match="unknown query type"):
         sample_query(bn, "nope", np.random.default_rng(0))
+
+
+def test_fallback_yields_types_whose_every_context_is_large():
+    """On alarm controlled-direct-effect candidates need dozens of CPT rows (most ~144): below that
+    limit the type yields nothing without the fallback; with it, items within the fallback's limit."""
+    from causal_ext.unico.networks import installed_pgmpy_networks, load_bnlearn
+
+    alarm = Source(load_bnlearn(installed_pgmpy_networks()["alarm"]), "bnlearn")
+    kw = {"query_types": ["cde"], "renderings": ("symbolic",), "max_context_rows": 10}
+    off = UniCoGenerator(**kw, fallback_context_rows=None).fit([alarm])
+    on = UniCoGenerator(**kw).fit([alarm])
+    assert off.stats_["per_type"]["cde"]["kept"] == 0 and off.stats_["per_type"]["cde"]["too_large"] > 0
+    assert on.stats_["per_type"]["cde"]["kept"] >= 1 and on.stats_["per_type"]["cde"]["fallback"] >= 1
+    for _src, bn, sol in on.items_:
+        sub = bn.subnetwork(sol.query.variables())
+        assert sum(int(np.prod(t.shape[:-1])) for t in sub.cpts.values()) <= 400
