@@ -228,37 +228,16 @@ def topk_items(scores: Tensor, eligible: Tensor, k: int) -> tuple[Tensor, Tensor
 
 
 def masked_topk(scores: Tensor, targets: Tensor, seen: Tensor | None, k: int) -> tuple[Tensor, Tensor]:
-    """Top-``k`` eligible items per row: ``topk_items(scores, eligible_mask(...), k)`` for finite scores.
+    """Top-``k`` eligible items per row for the evaluator: :func:`recframe.metrics.topk.masked_top_k`.
 
-    Each cache-sized block of rows is copied into one reused buffer, masked there (padding column and
-    ``seen`` items set to ``-inf``, held-out ``targets`` kept) and passed to :func:`torch.topk`, so neither a
-    ``[B, n_items + 1]`` mask nor a masked copy of the whole chunk is allocated. Returns ``(items, ok)``, both
-    ``[B, min(k, n_cols)]``; ``ok`` is False in the slots of rows with fewer than ``k`` eligible items. Scores
-    of the real items must be finite (as :func:`check_finite_scores` ensures): ``ok`` marks the slots whose
-    value is not ``-inf``.
+    ``seen`` items are excluded, held-out ``targets`` kept, the padding column never returned. Returns
+    ``(items, ok)``, both ``[B, min(k, n_items)]``; ``ok`` is False in the slots of rows with fewer than ``k``
+    eligible items. NaN/inf scores of real items raise :class:`NonFiniteScoresError`.
     """
-    batch, n_cols = scores.shape
-    k = min(k, n_cols)
-    rows = min(_block_rows(scores), max(1, batch))
-    buffer = torch.empty(rows, n_cols, dtype=scores.dtype, device=scores.device)
-    values, items = [], []
-    for start in range(0, batch, rows):
-        block = scores[start : start + rows]
-        masked = buffer[: block.shape[0]]
-        masked.copy_(block)
-        if seen is not None and seen.numel() > 0:
-            masked.scatter_(1, seen[start : start + rows], float("-inf"))
-        held_out = targets[start : start + rows]
-        masked.scatter_(1, held_out, block.gather(1, held_out))
-        masked[:, 0] = float("-inf")
-        top_values, top_items = torch.topk(masked, k, dim=1, sorted=True)
-        values.append(top_values)
-        items.append(top_items)
-    if not items:
-        empty = torch.empty(0, k, dtype=torch.long, device=scores.device)
-        return empty, empty.to(torch.bool)
-    top_values = torch.cat(values)
-    return torch.cat(items), top_values != float("-inf")
+    from recframe.metrics.topk import masked_top_k
+
+    top = masked_top_k(scores, k, exclude=seen, keep=targets)
+    return top.items, top.valid
 
 
 def ideal_dcg_table(max_k: int, device: torch.device | str | None = None) -> Tensor:
