@@ -24,12 +24,29 @@ user's whole known history (its last ``max_len`` items for sequential models).
 ``histories`` are lists of raw item ids, oldest first, and need a model whose
 ``score`` reads histories (``uses_history``, e.g. SASRec).
 
+``users="196"`` (a bare string or integer) is one user.
+
+``k`` must be an int >= 1 and is capped at the number of real items before anything is
+allocated; rows with fewer eligible items come back shorter.
+
 ``exclude_seen=True`` removes every item the user interacted with in the data
 the checkpoint was built from (for ``histories``: the items of the history).
+The padding id is never served, and a model that scores a real item NaN or
++/-inf raises :class:`~recframe.metrics.ranking.NonFiniteScoresError` naming
+the model and the users (:func:`~recframe.metrics.topk.masked_top_k`).
+
+Decoding. ``decode="exact"`` (default) ranks the full catalogue by ``score``.
+Generative models (those with ``generate(history, k, beam)``, e.g. TIGER) can
+instead be served by trie-constrained beam search, ``decode="beam", beam=B``:
+every answer is a valid item of the trie, and with ``B`` at least the catalogue
+size the answer equals exact scoring's top-k. Seen items are removed after the
+search, so the search is asked for ``k`` plus the row's excluded items (and the
+beam widened to hold them).
 
 Unknown ids. By default an unknown user or history item raises
-:class:`UnknownIdError` naming it. With ``cold_start="popularity"`` an unknown
-user, or a history with no known item, gets the most popular items instead
+:class:`UnknownIdError` naming it, and an empty history raises ``ValueError``.
+With ``cold_start="popularity"`` an unknown user, or a history with no known
+item (or none at all), gets the most popular items instead
 (``Recommendations.fallback`` marks those rows); unknown items inside an
 otherwise known history are dropped.
 
@@ -42,6 +59,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import numbers
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,10 +71,16 @@ import torch
 
 from recframe.checkpoint_io import CheckpointError, load_checkpoint
 from recframe.data.batches import pad_rows
+from recframe.metrics.topk import check_finite_rows, check_k, masked_top_k
 
 logger = logging.getLogger("recframe.serving")
 
 SERVING_KEY = "RecDataModule"  # Lightning stores a datamodule's state_dict under its class name
+
+#: ``recommend(decode=...)`` choices: full-catalogue ``score`` or trie beam search (generative models)
+DECODES = ("exact", "beam")
+#: beam width of ``decode="beam"`` when none is given
+DEFAULT_BEAM = 20
 
 
 class UnknownIdError(KeyError):
@@ -155,32 +179,50 @@ class Recommender:
         return cls(model, serving, item_index)
 
     # -------------------------------------------------------- recommending
-    def recommend(self, users: Sequence[Any] | None = None, histories: Sequence[Sequence[Any]] | None = None,
-                  k: int = 10, exclude_seen: bool = True,
-                  cold_start: Literal["error", "popularity"] = "error",
-                  batch_size: int = 1024) -> Recommendations:
+    def recommend(self, users: Sequence[Any] | str | int | None = None,
+                  histories: Sequence[Sequence[Any]] | None = None, k: int = 10, exclude_seen: bool = True,
+                  cold_start: Literal["error", "popularity"] = "error", batch_size: int = 1024,
+                  decode: Literal["exact", "beam"] = "exact", beam: int | None = None) -> Recommendations:
         """Top-``k`` items for raw ``users`` or for raw-id ``histories`` (exactly one of the two).
 
         Args:
-            users: raw user ids of the checkpoint's data.
+            users: raw user ids of the checkpoint's data; a bare string or integer is one user.
             histories: lists of raw item ids, oldest first (sequential models only).
-            k: items per row.
+            k: items per row, an int >= 1, capped at the number of real items.
             exclude_seen: drop the user's known items (or the history's items).
-            cold_start: ``"error"`` raises :class:`UnknownIdError` on an unknown id; ``"popularity"``
-                answers unknown users (and histories without any known item) with popular items.
+            cold_start: ``"error"`` raises :class:`UnknownIdError` on an unknown id and ``ValueError`` on an
+                empty history; ``"popularity"`` answers unknown users (and histories without any known item)
+                with popular items.
             batch_size: rows scored per model call.
+            decode: ``"exact"`` ranks the full catalogue by ``score``; ``"beam"`` serves a generative model
+                (one with ``generate(history, k, beam)``) by trie-constrained beam search.
+            beam: beam width for ``decode="beam"`` (default :data:`DEFAULT_BEAM`), an int >= 1.
+
+        Raises:
+            ValueError: bad arguments (each named), an empty history, or ``decode="beam"`` on a model
+                without ``generate``.
+            UnknownIdError: an unknown id with ``cold_start="error"``.
+            NonFiniteScoresError: the model scored a real item NaN or +/-inf (names the model and users).
         """
         if (users is None) == (histories is None):
             raise ValueError("recommend needs exactly one of users=[raw user ids] or "
                              "histories=[[raw item ids]].")
-        if k < 1:
-            raise ValueError(f"k={k}; ask for at least one item.")
+        k = min(check_k(k), len(self.item_ids) - 1)  # before anything is allocated
+        batch_size = check_k(batch_size, "batch_size")
         if cold_start not in ("error", "popularity"):
             raise ValueError(f"cold_start={cold_start!r}; use 'error' or 'popularity'.")
+        beam = self._beam_width(decode, beam)
         if users is not None:
+            if isinstance(users, bytes):
+                users = users.decode()
+            if isinstance(users, (str, numbers.Integral)):
+                users = [users]  # one user, not its characters
             queries = [str(u) for u in users]
             dense, rows = self._users_to_rows(queries, cold_start)
         else:
+            if isinstance(histories, (str, bytes)):
+                raise ValueError("histories is one string; pass a list of histories, each a list of raw item "
+                                 "ids, oldest first: histories=[['242', '302']].")
             if not self.model.uses_history:
                 raise ValueError(f"{type(self.model).__name__} scores by user id and cannot score an "
                                  "arbitrary history; pass users=[raw user ids], or serve a sequential "
@@ -193,14 +235,34 @@ class Recommender:
         counts = np.zeros(len(rows), dtype=np.int64)
         for start in range(0, len(known), batch_size):
             part = known[start:start + batch_size]
-            it, sc, ct = self._score_rows(dense[part], [rows[i] for i in part], k, exclude_seen)
+            it, sc, ct = self._score_rows(dense[part], [rows[i] for i in part], [queries[i] for i in part],
+                                          k, exclude_seen, beam)
             items[part], scores[part], counts[part] = it, sc, ct
         fallback = [r is None for r in rows]
         for i in np.flatnonzero(fallback):
             items[i], scores[i], counts[i] = self._popular(k)
         return self._answer(queries, items, scores, counts, fallback)
 
+    @property
+    def can_beam(self) -> bool:
+        """Whether the model can be served with ``decode="beam"`` (it has ``generate(history, k, beam)``)."""
+        return callable(getattr(self.model, "generate", None))
+
     # ------------------------------------------------------------ internals
+    def _beam_width(self, decode: str, beam: int | None) -> int | None:
+        """The beam width of a ``decode="beam"`` call, ``None`` for exact decoding; bad settings raise."""
+        if decode not in DECODES:
+            raise ValueError(f"decode={decode!r}; use one of {list(DECODES)}.")
+        if decode == "exact":
+            if beam is not None:
+                raise ValueError(f"beam={beam!r} applies only to decode='beam'; drop it or pass "
+                                 "decode='beam'.")
+            return None
+        if not self.can_beam:
+            raise ValueError(f"{type(self.model).__name__} has no trie-constrained generate(); decode='beam' "
+                             "serves generative models (TIGER, SIDDecoder). Use decode='exact'.")
+        return check_k(DEFAULT_BEAM if beam is None else beam, "beam")
+
     def _users_to_rows(self, queries: list[str], cold_start: str
                        ) -> tuple[np.ndarray, list[np.ndarray | None]]:
         dense = np.zeros(len(queries), dtype=np.int64)
@@ -234,22 +296,53 @@ class Recommender:
                                              "cold_start='popularity' to drop unknown items.")
                     continue
                 ids.append(i)
+            if not ids and not len(history) and cold_start == "error":
+                raise ValueError(f"histories[{h}] is empty; pass at least one raw item id, or "
+                                 "cold_start='popularity' (CLI: --cold-start popularity) to answer empty "
+                                 "histories with popular items.")
             rows.append(np.asarray(ids, dtype=np.int64) if ids else None)
         return np.zeros(len(rows), dtype=np.int64), rows
 
-    def _score_rows(self, users: np.ndarray, rows: list[np.ndarray], k: int, exclude_seen: bool
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _score_rows(self, users: np.ndarray, rows: list[np.ndarray], names: list[str], k: int,
+                    exclude_seen: bool, beam: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(np.int64)
         flat = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        exclude = (indptr, flat) if exclude_seen else None
         batch = {"users": torch.from_numpy(users),
                  "history": torch.from_numpy(pad_rows(indptr, flat, np.arange(len(rows)), self.max_len))}
+        model_name = type(self.model).__name__
         with torch.inference_mode():
-            if self.index is not None:
-                query = self.model.query_embedding(batch).float().cpu().numpy()
+            if beam is not None:
+                top = self._beam_top_k(batch["history"], exclude, k, beam, names)
+            elif self.index is not None:
+                query = self.model.query_embedding(batch).float().cpu()
+                check_finite_rows(query, model_name=model_name, users=names, first_column=0,
+                                  what="query embeddings")
                 with self._lock if self.index.on_gpu else _NO_LOCK:
-                    res = self.index.search(query, k, exclude=(indptr, flat) if exclude_seen else None)
+                    res = self.index.search(query.numpy(), k, exclude=exclude)
                 return res.items, res.scores, res.counts
-            return _masked_top_k(self.model.score(batch).float().cpu(), indptr, flat, k, exclude_seen)
+            else:
+                top = masked_top_k(self.model.score(batch).float().cpu(), k, exclude=exclude,
+                                   model_name=model_name, users=names)
+        return top.items.numpy(), top.scores.numpy(), top.valid.sum(dim=1).numpy()
+
+    def _beam_top_k(self, history: torch.Tensor, exclude: tuple[np.ndarray, np.ndarray] | None, k: int,
+                    beam: int, names: list[str]) -> Any:
+        """Top-``k`` by the model's trie beam search, seen items removed (module docstring, Decoding).
+
+        The search returns ``fetch = k + max excluded items of a row`` hypotheses (at most the catalogue), so
+        that ``k`` remain after exclusion; its path log-probabilities are written into a ``-inf`` row and the
+        one masked top-K drops excluded items and refuses NaN/+inf.
+        """
+        n_items = len(self.item_ids) - 1
+        extra = int(np.diff(exclude[0]).max()) if exclude is not None and len(exclude[0]) > 1 else 0
+        fetch = min(n_items, k + extra)
+        found = self.model.generate(history, k=fetch, beam=max(beam, fetch))
+        items = found.items.cpu().long()
+        full = torch.full((items.shape[0], n_items + 1), float("-inf"))
+        full.scatter_(1, items, found.log_probs.cpu().float())
+        return masked_top_k(full, k, exclude=exclude, model_name=type(self.model).__name__, users=names,
+                            masked_scores=True)
 
     def _popular(self, k: int) -> tuple[np.ndarray, np.ndarray, int]:
         counts = self.popularity.astype(np.float64).copy()
@@ -287,24 +380,6 @@ class _NoLock:
 
 
 _NO_LOCK = _NoLock()
-
-
-def _masked_top_k(scores: torch.Tensor, indptr: np.ndarray, flat: np.ndarray, k: int, exclude_seen: bool
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Top-k of full-catalogue scores with the padding column and (optionally) seen items masked."""
-    scores = scores.clone()
-    scores[:, 0] = -torch.inf
-    if exclude_seen and len(flat):
-        rows = torch.from_numpy(np.repeat(np.arange(len(indptr) - 1), np.diff(indptr)))
-        scores[rows, torch.from_numpy(flat)] = -torch.inf
-    top = torch.topk(scores, min(k, scores.shape[1] - 1), dim=1)
-    items = np.zeros((scores.shape[0], k), dtype=np.int64)
-    values = np.full((scores.shape[0], k), -np.inf, dtype=np.float32)
-    items[:, :top.indices.shape[1]] = top.indices.numpy()
-    values[:, :top.values.shape[1]] = top.values.numpy()
-    valid = np.isfinite(values)
-    items[~valid] = 0
-    return items, values, valid.sum(axis=1)
 
 
 def _restore_model(class_path: str, ckpt: dict[str, Any], path: Path) -> torch.nn.Module:

@@ -1,4 +1,4 @@
-"""The one masked top-K: seen items, padding, k beyond the remaining items, non-finite scores, the block path."""
+"""The one masked top-K: seen items, padding, k beyond the remaining items, non-finite scores, blocks."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from recframe.metrics.topk import check_k, masked_top_k
 
 
 def _reference(scores: np.ndarray, exclude: list[set[int]], keep: list[set[int]], k: int):
-    """Per-row Python reference: eligible = real items not excluded (or kept), sorted by score desc, id asc."""
+    """Per-row reference: eligible = real items not excluded (or kept), by score desc then id asc."""
     out = []
     for r, row in enumerate(scores):
         eligible = [i for i in range(1, len(row)) if i not in exclude[r] or i in keep[r]]
