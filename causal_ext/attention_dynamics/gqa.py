@@ -17,7 +17,9 @@ one direction; the layer runs in float64; convergence is judged like the ODE's, 
 
 The layer's value path reduces to one **effective value matrix** ``V_eff = sum_h W_O^h W_V^{g(h)}`` (query
 head ``h`` reads key/value head ``g(h)``): it is the matrix multiplying ``x_j`` when every head attends
-alike, and its spectrum plays the role of ``V``'s. With GQA ``V_eff`` has rank at most
+alike, and its spectrum plays the role of ``V``'s. The per-head maps ``W_O^h W_V^{g(h)}`` and the per-head
+weight views used to plant a spectrum come from the head probe (:mod:`recframe.heads`), so this module
+does not depend on how the layer lays out its fused projections. With GQA ``V_eff`` has rank at most
 ``n_kv_heads * head_dim < dim``, so it always has eigenvalue 0 and ``lambda_max(V_eff) >= 0``; the regime
 ``lambda_max <= 0`` is reached only as ``lambda_max = 0`` (:func:`plant_value_spectrum` with a negative
 planted spectrum).
@@ -32,6 +34,7 @@ import torch
 from torch import Tensor
 
 from causal_ext.attention_dynamics.flow import DTYPE, MatrixLike, as_tokens, tangent_project
+from recframe.heads import head_projections, head_value_output_maps
 from recframe.models.layers import CausalSelfAttention, sequence_attention_mask
 
 
@@ -42,21 +45,15 @@ def _check_layer(layer: object) -> CausalSelfAttention:
     return layer
 
 
-def _split_qkv(layer: CausalSelfAttention) -> tuple[Tensor, Tensor, Tensor]:
-    D = layer.out.weight.shape[0]
-    kv = layer.n_kv_heads * layer.head_dim
-    return layer.qkv.weight.split([D, kv, kv])
+def _zero_biases(layer: CausalSelfAttention) -> None:
+    with torch.no_grad():
+        for bias in head_projections(layer).biases():
+            bias.zero_()
 
 
 def effective_value_matrix(layer: CausalSelfAttention) -> np.ndarray:
     """``V_eff = sum_h W_O^h W_V^{g(h)}`` ``[dim, dim]`` of a (grouped-query) attention layer."""
-    layer = _check_layer(layer)
-    _, _, wv = _split_qkv(layer)
-    group = layer.n_heads // layer.n_kv_heads
-    dh = layer.head_dim
-    wv_rep = wv.detach().reshape(layer.n_kv_heads, dh, -1).repeat_interleave(group, dim=0)
-    wv_rep = wv_rep.reshape(-1, wv.shape[1])
-    return (layer.out.weight.detach().double() @ wv_rep.double()).numpy()
+    return head_value_output_maps(_check_layer(layer), dtype=torch.float64).sum(0).numpy()
 
 
 def plant_value_spectrum(layer: CausalSelfAttention, eigenvalues: np.ndarray, basis: np.ndarray,
@@ -75,8 +72,9 @@ def plant_value_spectrum(layer: CausalSelfAttention, eigenvalues: np.ndarray, ba
     and returned.
     """
     layer = _check_layer(layer)
-    D, dh, G = layer.out.weight.shape[0], layer.head_dim, layer.n_kv_heads
-    r, group = G * dh, layer.n_heads // G
+    proj = head_projections(layer)
+    G, dh, D = proj.value.shape
+    r = G * dh
     U = np.asarray(basis, dtype=np.float64)
     lam = np.asarray(eigenvalues, dtype=np.float64).reshape(-1)
     if U.shape != (D, r):
@@ -87,20 +85,19 @@ def plant_value_spectrum(layer: CausalSelfAttention, eigenvalues: np.ndarray, ba
         raise ValueError(f"eigenvalues must have length n_kv_heads * head_dim = {r}, got {lam.shape[0]}")
     if qk_beta is not None and not (np.isfinite(qk_beta) and qk_beta >= 0):
         raise ValueError(f"qk_beta must be None or a finite number >= 0, got {qk_beta}")
-    blocks = [U[:, g * dh:(g + 1) * dh] for g in range(G)]
-    heads = [g for g in range(G) for _ in range(group)]  # key/value head read by each query head
-    wo = np.concatenate([blocks[g] * lam[g * dh:(g + 1) * dh] / group for g in heads], axis=1)
-    wq, wk, wv = _split_qkv(layer)
+    blocks = np.stack([U[:, g * dh:(g + 1) * dh] for g in range(G)])  # [G, D, d_h]: basis_g
+    g_of = list(proj.kv_head)  # the key/value head each query head reads
+    group = np.bincount(g_of, minlength=G)  # query heads per key/value head
+    wo = np.stack([blocks[g] * lam[g * dh:(g + 1) * dh] / group[g] for g in g_of])  # [H, D, d_h]: W_O^h
+    dtype = proj.value.dtype
     with torch.no_grad():
-        dtype = layer.qkv.weight.dtype
-        wv.copy_(torch.as_tensor(U.T, dtype=dtype))
+        proj.value.copy_(torch.as_tensor(blocks.transpose(0, 2, 1), dtype=dtype))
         if qk_beta is not None:
             c = float(np.sqrt(qk_beta * np.sqrt(dh)))
-            wk.copy_(torch.as_tensor(c * U.T, dtype=dtype))
-            wq.copy_(torch.as_tensor(c * np.concatenate([blocks[g].T for g in heads]), dtype=dtype))
-        layer.out.weight.copy_(torch.as_tensor(wo, dtype=dtype))
-        layer.qkv.bias.zero_()
-        layer.out.bias.zero_()
+            proj.key.copy_(torch.as_tensor(c * blocks.transpose(0, 2, 1), dtype=dtype))
+            proj.query.copy_(torch.as_tensor(c * blocks[g_of].transpose(0, 2, 1), dtype=dtype))
+        proj.output.copy_(torch.as_tensor(wo, dtype=dtype))
+    _zero_biases(layer)
     return layer
 
 
@@ -143,14 +140,12 @@ class GQALayerDynamics:
         if int(self.n_save) != self.n_save or self.n_save < 2:
             raise ValueError(f"n_save must be an integer >= 2, got {self.n_save}")
         x = as_tokens(X0)
-        if x.shape[-1] != layer.out.weight.shape[0]:
-            raise ValueError(f"X0 has token dimension {x.shape[-1]} but the layer's width is "
-                             f"{layer.out.weight.shape[0]}")
+        width = head_projections(layer).output.shape[1]
+        if x.shape[-1] != width:
+            raise ValueError(f"X0 has token dimension {x.shape[-1]} but the layer's width is {width}")
         work = copy.deepcopy(layer).to(DTYPE).eval()
         if self.zero_bias:
-            with torch.no_grad():
-                work.qkv.bias.zero_()
-                work.out.bias.zero_()
+            _zero_biases(work)
         self.value_matrix_ = effective_value_matrix(work)
         self.lambda_max_ = float(np.linalg.eigvals(self.value_matrix_).real.max())
         keep = set(np.unique(np.linspace(0, self.n_steps, int(self.n_save)).round().astype(int)).tolist())

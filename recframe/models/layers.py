@@ -1,9 +1,9 @@
 """Layers shared by recframe's transformer models (one copy, not one per model).
 
-``CausalSelfAttention`` exposes its heads through ``head_hook``: a callable
-``hook(module, heads) -> heads`` applied to the per-head outputs ``[B, H, L, d_h]``
-before they are merged, which is how callbacks read, scale or patch one head
-without touching model internals. ``n_kv_heads`` (optional) turns it into
+``CausalSelfAttention`` exposes its heads to the head probe (:mod:`recframe.heads`):
+its internal hook point ``head_hook`` (``hook(module, heads) -> heads`` on the per-head
+outputs ``[B, H, L, d_h]`` before they are merged) is set only by the probe, which is
+how any code reads, scales or patches one head. ``n_kv_heads`` (optional) turns it into
 grouped-query attention; the default keeps ordinary multi-head attention with the
 same parameters as before.
 """
@@ -45,7 +45,8 @@ class CausalSelfAttention(nn.Module):
     The fused ``qkv`` projection has ``dim + 2 * n_kv_heads * head_dim`` outputs laid out
     ``[queries | keys | values]``, each block split into heads in order. With ``n_kv_heads == n_heads`` that
     is the ``3 * dim`` layer this class always had, so parameter names, shapes and old checkpoints are
-    unchanged. ``head_hook`` sees the ``n_heads`` per-query-head outputs ``[B, H, L, d_h]`` in both cases.
+    unchanged. The head probe (:mod:`recframe.heads`) sees the ``n_heads`` per-query-head outputs
+    ``[B, H, L, d_h]`` in both cases.
     """
 
     def __init__(self, dim: int, n_heads: int, dropout: float, n_kv_heads: int | None = None) -> None:
@@ -61,7 +62,7 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(dim, dim + 2 * n_kv_heads * self.head_dim)
         self.out = nn.Linear(dim, dim)
         self.dropout = dropout
-        self.head_hook: Callable[[nn.Module, Tensor], Tensor] | None = None
+        self.head_hook: Callable[[nn.Module, Tensor], Tensor] | None = None  # set only by recframe.heads
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         B, L, D = x.shape

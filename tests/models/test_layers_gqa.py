@@ -89,26 +89,21 @@ def test_gqa_equals_mha_with_repeated_key_value_heads() -> None:
     torch.testing.assert_close(gqa(x, mask), mha(x, mask), atol=1e-6, rtol=1e-5)
 
 
-def test_gqa_is_causal_and_head_hook_sees_every_query_head() -> None:
+def test_gqa_is_causal_and_the_head_probe_sees_every_query_head() -> None:
+    from recframe.heads import attention_sites, read_heads, scale_heads
+
     torch.manual_seed(3)
     block = TransformerBlock(8, 4, 16, 0.0, 0.0, n_kv_heads=2).eval()
-    seen: list[tuple[int, ...]] = []
-
-    def hook(module: torch.nn.Module, heads: torch.Tensor) -> torch.Tensor:
-        seen.append(tuple(heads.shape))
-        heads = heads.clone()
-        heads[:, 1] = 0.0  # knock out one query head
-        return heads
-
     x = torch.randn(1, 5, 8)
     mask = sequence_attention_mask(torch.ones(1, 5, dtype=torch.long))
     y = block(x, mask)
     x2 = x.clone()
     x2[0, -1] += 1.0  # only the last position's future changes
     torch.testing.assert_close(block(x2, mask)[0, :4], y[0, :4])
-    block.attn.head_hook = hook
-    z = block(x, mask)
-    assert seen == [(1, 4, 5, 2)]
+    assert [(s.name, s.n_heads, s.n_kv_heads) for s in attention_sites(block)] == [("attn", 4, 2)]
+    with scale_heads(block, {("attn", 1): 0.0}), read_heads(block, "attn") as heads:  # knock out one head
+        z = block(x, mask)
+    assert [tuple(heads["attn", h].shape) for h in range(4)] == [(1, 5, 2)] * 4
     assert not torch.allclose(z, y)
 
 

@@ -9,8 +9,9 @@ a per-user context (the encoder memory, or the cached history of a decoder-only
 model) that is shared by the user's ``N`` rows and never copied ``N`` times:
 the context scores are one ``einsum`` against ``[B, K, D]`` keys.
 
-Heads are exposed through ``head_hook`` (``hook(module, heads) -> heads`` on the
-per-head outputs ``[B, N, H, q, d_h]``), the introspection protocol add-ons use.
+Heads are reached through the head probe (:mod:`recframe.heads`), which presents the
+per-head outputs ``[B, N, H, q, d_h]`` as ``[B * N, H, q, d_h]``; its internal hook point
+``head_hook`` (``hook(module, heads) -> heads``) is set only by the probe.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class RowAttention(nn.Module):
         self.kv = nn.Linear(dim, 2 * dim)
         self.out = nn.Linear(dim, dim)
         self.dropout = dropout
-        self.head_hook: Callable[[nn.Module, Tensor], Tensor] | None = None
+        self.head_hook: Callable[[nn.Module, Tensor], Tensor] | None = None  # set only by recframe.heads
 
     def context_kv(self, context: Tensor) -> tuple[Tensor, Tensor]:
         """Keys and values ``[B, K, H, d_h]`` of a context ``[B, K, D]`` (cache them across calls)."""
