@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from recframe.models.generative.backbones import DecoderBackbone, TigerBackbone
+from recframe.models.generative import TrieRec
+from recframe.models.generative.decoder import DecoderBackbone
 from recframe.models.generative.structure import (
     ANCESTOR,
     DESCENDANT,
@@ -17,6 +18,7 @@ from recframe.models.generative.structure import (
     pair_relations,
     subtree_sizes,
 )
+from recframe.models.generative.tiger import TigerBackbone
 
 
 def test_subtree_sizes_by_hand() -> None:
@@ -53,11 +55,12 @@ def _codes(n: int = 60, sizes: tuple[int, ...] = (4, 4, 5), seed: int = 0) -> np
 def test_teacher_forced_loss_equals_stepwise_scoring(cls, trierec: bool) -> None:
     """The training loss of a window's last target is -sum_l log softmax(step(prefix_l))[c_l]."""
     torch.manual_seed(0)
+    addons = [TrieRec()] if trierec else []
     model = cls(
-        _codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6, trierec=trierec
+        _codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6, addons=addons
     ).eval()
     if trierec:  # the TrieRec tables start at zero; give them values so the test exercises them
-        for p in list(model.abs_enc.parameters()) + list(model.rel_bias.parameters()):
+        for p in model.addons.parameters():
             torch.nn.init.normal_(p, std=0.5)
     inputs = torch.tensor([[0, 0, 3, 5, 7, 9], [1, 2, 3, 4, 5, 6]])
     targets = torch.tensor([[0, 0, 5, 7, 9, 11], [2, 3, 4, 5, 6, 8]])
@@ -81,9 +84,10 @@ def test_step_is_batched_over_prefixes(cls) -> None:
     """Scoring N prefixes at once equals scoring them one by one (rows do not leak into each other)."""
     torch.manual_seed(1)
     model = cls(
-        _codes(), (4, 4, 5), dim=32, n_layers=1, n_heads=2, inner=64, dropout=0.0, window=4, trierec=True
+        _codes(), (4, 4, 5), dim=32, n_layers=1, n_heads=2, inner=64, dropout=0.0, window=4,
+        addons=[TrieRec()],
     ).eval()
-    for p in list(model.abs_enc.parameters()) + list(model.rel_bias.parameters()):
+    for p in model.addons.parameters():
         torch.nn.init.normal_(p, std=0.5)
     with torch.no_grad():
         ctx = model.context(torch.tensor([[3, 5, 7, 9], [0, 2, 4, 6]]))

@@ -11,7 +11,7 @@ import torch
 from recframe.cli import run_cli
 from recframe.data.datamodule import RecDataModule
 from recframe.models import Popularity
-from recframe.models.generative import TIGER, SIDDecoder
+from recframe.models.generative import TIGER, SIDDecoder, TrieRec
 from recframe.serving import Recommender
 from recframe.tokenizers import RQKMeansTokenizer
 
@@ -91,6 +91,6 @@ def test_generative_models_learn_the_planted_sequences(model_cls, trierec: bool)
         n_heads=2,
         inner=64,
         lr=5e-3,
-        trierec=trierec,
+        addons=[TrieRec()] if trierec else None,
     )
     assert ndcg > 1.5 * popularity

@@ -1,11 +1,14 @@
-"""Generative (semantic-ID) recommendation: TIGER and decoder-only backbones (with TrieRec), the item trie,
-trie-constrained decoding and exact full-catalogue scoring."""
+"""Generative (semantic-ID) recommendation: TIGER and decoder-only backbones, composable add-ons (TrieRec),
+the item trie, trie-constrained decoding and exact full-catalogue scoring (cached across trie levels)."""
 
+from recframe.models.generative.addons import AuxLoss, GenerativeAddon
 from recframe.models.generative.decoding import (
     BeamResult,
+    NodeScorer,
     StepLogits,
     beam_search,
     exact_scores,
+    exact_scores_cached,
     index_rows,
     infer_batch_size,
     normalise_step,
@@ -13,6 +16,8 @@ from recframe.models.generative.decoding import (
 )
 from recframe.models.generative.models import TIGER, GenerativeRecModel, SIDDecoder
 from recframe.models.generative.trie import SIDTrie
+from recframe.models.generative.trierec import TrieRec
 
-__all__ = ["TIGER", "SIDDecoder", "GenerativeRecModel", "SIDTrie", "StepLogits", "BeamResult", "beam_search",
-           "exact_scores", "rowwise", "index_rows", "infer_batch_size", "normalise_step"]
+__all__ = ["TIGER", "SIDDecoder", "GenerativeRecModel", "GenerativeAddon", "AuxLoss", "TrieRec", "SIDTrie",
+           "StepLogits", "NodeScorer", "BeamResult", "beam_search", "exact_scores", "exact_scores_cached",
+           "rowwise", "index_rows", "infer_batch_size", "normalise_step"]

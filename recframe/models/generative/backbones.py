@@ -1,11 +1,14 @@
-"""Semantic-ID backbones: a TIGER-style encoder–decoder and a decoder-only (GPT-style) stack.
+"""What the semantic-ID backbones share: tokens, positions, add-on dispatch and the tied per-level output.
 
-Both read histories of item ids, turn every item into its L SID tokens, and
-answer the one question generative scoring asks (:meth:`SIDBackbone.step`):
-the next-code logits ``[B, N, V_m]`` for ``N`` code prefixes of length ``m``
-per user, given that user's history (a context built once by
-:meth:`SIDBackbone.context`). Training is teacher forcing on sliding windows
-with every position a target (:meth:`SIDBackbone.loss`).
+The backbones themselves, each with its whole forward pass in one file, are
+:mod:`recframe.models.generative.tiger` (TIGER-style encoder–decoder) and
+:mod:`recframe.models.generative.decoder` (decoder-only, GPT-style). Both read
+histories of item ids, turn every item into its L SID tokens, and answer the one
+question generative scoring asks (``step``): the next-code logits ``[B, N, V_m]``
+for ``N`` code prefixes of length ``m`` per user, given that user's history (a
+context built once by ``context``); ``score_nodes`` answers it for trie nodes,
+reusing the ancestors' keys/values. Training is teacher forcing on sliding
+windows with every position a target (``loss``).
 
 Shared choices (documented once here):
 
@@ -14,24 +17,14 @@ Shared choices (documented once here):
   ``l`` are tied to that level's rows of the table;
 * positions: a learned embedding of the item's index in the left-padded window
   (as SASRec; the latest item is always at the same index) plus a learned
-  level embedding; TrieRec (``trierec=True``) adds its trie-derived absolute
-  encoding and its relative attention bias on top
-  (:mod:`recframe.models.generative.trierec`);
-* **TIGER encoder–decoder.** TIGER's encoder is bidirectional and it trains
-  one (history, next item) pair per encoder pass. To train on every target of
-  a window in one pass (the "all targets" protocol every model here uses) the
-  encoder is *item-causal*: a token of history item ``i`` sees the tokens of
-  items ``≤ i``, and the decoder row for target ``t`` cross-attends to the
-  memory of items ``≤ t``. Inference uses the same masks, so training and
-  serving see the same function; at the last position the encoder sees the
-  whole history, as TIGER's does;
-* **decoder-only.** One causal stream of the window's item tokens, next-token
-  loss on the tokens of every target item. Scoring caches each layer's
-  history keys/values once per user and runs only the prefix tokens.
+  level embedding; add-ons (:mod:`recframe.models.generative.addons`, e.g.
+  TrieRec's trie-derived absolute encoding and relative attention bias) add
+  their encodings, attention biases and logit adjustments on top.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,14 +32,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from recframe.models.generative.attention import RowBlock
+from recframe.models.generative.addons import AuxLoss, GenerativeAddon
 from recframe.models.generative.structure import (
     TokenNodes,
     item_token_nodes,
     prefix_token_nodes,
     subtree_sizes,
 )
-from recframe.models.generative.trierec import TrieAbsoluteEncoding, TrieRelativeBias, ancestor_mean
 
 
 @dataclass
@@ -57,7 +49,7 @@ class Context:
         tuple[Tensor, Tensor]
     ]  # per layer (memory for TIGER's cross-attention, history for decoder-only)
     mask: Tensor  # [B, 1, 1, 1, K] visible context tokens
-    nodes: TokenNodes | None  # context token nodes (TrieRec bias against history, decoder-only)
+    nodes: TokenNodes | None  # context token nodes (add-on biases against history, decoder-only)
     last: Tensor | None  # [B, D] final hidden state of the latest history token (decoder-only)
 
 
@@ -93,14 +85,15 @@ def _prefix_keys(prefix: Tensor, radix: list[int]) -> Tensor:
 
 
 class SIDBackbone(nn.Module):
-    """Token embeddings, positions, TrieRec encodings and the tied per-level output of both backbones.
+    """Token embeddings, positions, add-on hooks and the tied per-level output of both backbones.
 
     Args:
         codes: ``[n_items + 1, L]`` SID table (row 0 padding).
         codebook_sizes: vocabulary size per level.
         dim, n_layers, n_heads, inner, dropout: transformer sizes.
         window: history items per window (``max_len``).
-        trierec: add TrieRec's absolute and relative encodings.
+        addons: :class:`~recframe.models.generative.addons.GenerativeAddon` objects, built here (after the
+            shared embeddings, before the subclass's layers) and kept as ``self.addons``.
     """
 
     def __init__(
@@ -113,14 +106,14 @@ class SIDBackbone(nn.Module):
         inner: int,
         dropout: float,
         window: int,
-        trierec: bool,
+        addons: Sequence[GenerativeAddon] = (),
     ) -> None:
         super().__init__()
         codes = np.asarray(codes, dtype=np.int64)
         self.L = codes.shape[1]
         self.n_items = codes.shape[0] - 1
         self.window = window
-        self.trierec = trierec
+        self.dim, self.n_layers, self.inner, self.dropout = dim, n_layers, inner, dropout
         self.codebook_sizes = tuple(int(v) for v in codebook_sizes)
         offsets = np.concatenate([[0], np.cumsum(self.codebook_sizes)[:-1]])
         self.register_buffer("codes", torch.tensor(codes))
@@ -135,9 +128,35 @@ class SIDBackbone(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.final_norm = nn.LayerNorm(dim)
         self.n_heads = n_heads
-        if trierec:
-            self.abs_enc = TrieAbsoluteEncoding(self.L, dim, self.n_items)
-            self.rel_bias = TrieRelativeBias(self.L, n_heads)
+        for addon in addons:  # here, so that the add-ons' parameters come at a fixed point of the init order
+            addon.build(self)
+        self.addons = nn.ModuleList(addons)
+        self._encoders = [a for a in addons if type(a).encode is not GenerativeAddon.encode]
+        self._biases = [a for a in addons if type(a).attention_bias is not GenerativeAddon.attention_bias]
+        self._adjusters = [a for a in addons if type(a).adjust_logits is not GenerativeAddon.adjust_logits]
+
+    # ------------------------------------------------------------ add-on hooks
+    def addon_encoding(self, nodes: TokenNodes, token_emb: Tensor) -> Tensor | None:
+        """Sum of the add-ons' input encodings (:meth:`GenerativeAddon.encode`), or ``None``."""
+        total = None
+        for addon in self._encoders:
+            out = addon.encode(nodes, token_emb)
+            if out is not None:
+                total = out if total is None else total + out
+        return total
+
+    def attention_bias(self, query: TokenNodes, key: TokenNodes) -> Tensor | None:
+        """Sum of the add-ons' self-attention biases ``[R, H, q, k]``, or ``None``."""
+        total = None
+        for addon in self._biases:
+            out = addon.attention_bias(query, key)
+            if out is not None:
+                total = out if total is None else total + out
+        return total
+
+    def auxiliary_losses(self, inputs: Tensor, targets: Tensor) -> list[AuxLoss]:
+        """The add-ons' auxiliary training terms for a window batch."""
+        return [term for addon in self.addons for term in addon.auxiliary_losses(self, inputs, targets)]
 
     # ------------------------------------------------------------ tokens
     def token_ids(self, codes: Tensor) -> Tensor:
@@ -151,8 +170,10 @@ class SIDBackbone(nn.Module):
         emb = self.tok(ids)
         x = emb + self.pos(positions)[:, :, None, :] + self.level.weight[1:][None, None]
         nodes = item_token_nodes(items, self.codes, self.sizes)
-        if self.trierec:
-            x = x + self.abs_enc(_unflatten(nodes, B, W, self.L), ancestor_mean(emb))
+        if self._encoders:
+            enc = self.addon_encoding(_unflatten(nodes, B, W, self.L), emb)
+            if enc is not None:
+                x = x + enc
         return x.reshape(B, W * self.L, -1), nodes
 
     def embed_prefix(self, prefix: Tensor, *, start: bool, position: int | None) -> tuple[Tensor, TokenNodes]:
@@ -166,35 +187,43 @@ class SIDBackbone(nn.Module):
         depth = torch.arange(1, m + 1, device=prefix.device)
         x = emb + self.level(depth)[None]
         nodes = prefix_token_nodes(flat, self.n_items, self.prefix_sizes(flat), occurrence=self.window + 1)
-        if self.trierec:
-            tail = nodes.tokens(slice(1, None))
-            x = x + self.abs_enc(tail, ancestor_mean(emb[:, None])[:, 0])
+        if self._encoders:
+            enc = self.addon_encoding(nodes.tokens(slice(1, None)), emb)
+            if enc is not None:
+                x = x + enc
         if position is not None:
             x = x + self.pos.weight[position]
         if start:
             first = self.tok.weight[self.bos] + self.level.weight[0]
-            if self.trierec:
-                root = nodes.tokens(slice(None, 1))
-                first = first + self.abs_enc(root, emb.new_zeros(B * N, 1, emb.shape[-1]))
-            else:
-                first = first.expand(B * N, 1, -1)
+            enc = None
+            if self._encoders:  # the start token is the root: a group of one, without ancestors
+                enc = self.addon_encoding(nodes.tokens(slice(None, 1)), first.expand(B * N, 1, -1))
+            first = first.expand(B * N, 1, -1) if enc is None else first + enc
             x = torch.cat([first, x], 1)
         else:
             nodes = nodes.tokens(slice(1, None))
         return x.reshape(B, N, x.shape[1], -1), nodes
 
-    def level_logits(self, h: Tensor, level: int) -> Tensor:
-        """Tied output: ``[..., D]`` hidden → ``[..., V_level]`` logits for codes of ``level``."""
+    def level_logits(self, h: Tensor, level: int, prefix: Tensor | None = None) -> Tensor:
+        """Tied output: ``[..., D]`` hidden → ``[..., V_level]`` logits for codes of ``level``.
+
+        With add-ons that adjust logits, ``prefix`` ``[..., level]`` (the codes each row continues) is needed.
+        """
         start = 1 + int(self.offsets[level])
         table = self.tok.weight[start : start + self.codebook_sizes[level]]
-        return self.final_norm(h) @ table.T
+        logits = self.final_norm(h) @ table.T
+        for addon in self._adjusters:
+            if prefix is None:
+                raise ValueError("level_logits: an add-on adjusts logits, so pass the prefix codes.")
+            logits = addon.adjust_logits(logits, prefix, level)
+        return logits
 
     def self_bias(self, query: TokenNodes, key: TokenNodes, B: int, N: int) -> Tensor | None:
-        """TrieRec bias ``[B, N, H, q, k]`` between token sets flattened as ``[B * N, .]`` (or None)."""
-        if not self.trierec:
+        """Add-on bias ``[B, N, H, q, k]`` between token sets flattened as ``[B * N, .]`` (or None)."""
+        if not self._biases:
             return None
-        bias = self.rel_bias(query, key)  # [BN, H, q, k]
-        return bias.reshape(B, N, *bias.shape[1:])
+        bias = self.attention_bias(query, key)  # [BN, H, q, k]
+        return None if bias is None else bias.reshape(B, N, *bias.shape[1:])
 
     def pad_window(self, history: Tensor) -> Tensor:
         """Left-pad (or cut) a history ``[B, w]`` to exactly ``window`` items."""
@@ -202,6 +231,15 @@ class SIDBackbone(nn.Module):
         if w >= self.window:
             return history[:, w - self.window :]
         return F.pad(history, (self.window - w, 0))
+
+    def level_ce(self, h: Tensor, codes: Tensor) -> Tensor:
+        """Mean CE over levels and targets: ``h`` ``[R, L, D]`` predicts ``codes`` ``[R, L]``."""
+        losses = [
+            F.cross_entropy(self.level_logits(h[:, level], level, codes[:, :level]), codes[:, level],
+                            reduction="sum")
+            for level in range(self.L)
+        ]
+        return torch.stack(losses).sum() / max(codes.numel(), 1)
 
 
 def _unflatten(nodes: TokenNodes, B: int, W: int, L: int) -> TokenNodes:
@@ -214,148 +252,6 @@ def _unflatten(nodes: TokenNodes, B: int, W: int, L: int) -> TokenNodes:
     )
 
 
-def _causal(q: int, device: torch.device) -> Tensor:
+def causal_mask(q: int, device: torch.device) -> Tensor:
+    """``[q, q]`` bool lower-triangular mask (True = visible)."""
     return torch.ones(q, q, dtype=torch.bool, device=device).tril()
-
-
-class TigerBackbone(SIDBackbone):
-    """TIGER-style encoder–decoder (item-causal encoder, see module docstring)."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        dim, n_heads = self.tok.embedding_dim, self.n_heads
-        inner, dropout, n_layers = kwargs["inner"], kwargs["dropout"], kwargs["n_layers"]
-        self.encoder = nn.ModuleList(RowBlock(dim, n_heads, inner, dropout) for _ in range(n_layers))
-        self.decoder = nn.ModuleList(
-            RowBlock(dim, n_heads, inner, dropout, cross=True) for _ in range(n_layers)
-        )
-        self.enc_norm = nn.LayerNorm(dim)
-
-    def _encode(self, items: Tensor) -> tuple[Tensor, Tensor, TokenNodes]:
-        B, W = items.shape
-        positions = torch.arange(W, device=items.device)[None].expand(B, W)
-        x, nodes = self.embed_items(items, positions)
-        item_of = torch.arange(W * self.L, device=items.device) // self.L
-        valid = nodes.valid
-        mask = (item_of[None, :] <= item_of[:, None])[None] & valid[:, None, :]
-        mask = mask | torch.eye(W * self.L, dtype=torch.bool, device=items.device)[None]
-        x = self.drop(x)[:, None]
-        bias = self.self_bias(nodes, nodes, B, 1)
-        for block in self.encoder:
-            x = block(x, self_mask=mask[:, None, None], self_bias=bias)
-        return self.enc_norm(x[:, 0]), valid, nodes
-
-    def context(self, history: Tensor) -> Context:
-        memory, valid, _ = self._encode(self.pad_window(history))
-        kv = [block.cross.context_kv(memory) for block in self.decoder]
-        return Context(kv=kv, mask=valid[:, None, None, None, :], nodes=None, last=None)
-
-    def _decode(self, x: Tensor, nodes: TokenNodes, ctx: Context, mask: Tensor) -> Tensor:
-        B, N, q, _ = x.shape
-        bias = self.self_bias(nodes, nodes, B, N)
-        self_mask = _causal(q, x.device)
-        x = self.drop(x)
-        for block, kv in zip(self.decoder, ctx.kv):
-            x = block(x, self_mask=self_mask, self_bias=bias, memory_kv=kv, memory_mask=mask)
-        return x
-
-    def step(self, ctx: Context, prefix: Tensor) -> Tensor:
-        """Next-code logits ``[B, N, V_m]`` for prefixes ``[B, N, m]``."""
-        x, nodes = self.embed_prefix(prefix, start=True, position=None)
-        h = self._decode(x, nodes, ctx, ctx.mask)
-        return self.level_logits(h[:, :, -1], prefix.shape[-1])
-
-    def loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
-        """Teacher-forced CE over every code of every target of windows ``inputs``/``targets`` ``[B, W]``."""
-        memory, valid, _ = self._encode(inputs)
-        B, W = inputs.shape
-        kv = [block.cross.context_kv(memory) for block in self.decoder]
-        item_of = torch.arange(W * self.L, device=inputs.device) // self.L
-        sees = item_of[None, :] <= torch.arange(W, device=inputs.device)[:, None]  # [W(target), K]
-        mask = (sees[None] & valid[:, None, :])[:, :, None, None, :]  # [B, W, 1, 1, K]
-        codes = self.codes[targets]  # [B, W, L]
-        x, nodes = self.embed_prefix(codes[..., :-1], start=True, position=None)
-        ctx = Context(kv=kv, mask=mask, nodes=None, last=None)
-        h = self._decode(x, nodes, ctx, mask)  # [B, W, L, D]
-        keep = targets > 0
-        return _level_ce(self, h[keep], codes[keep])
-
-
-class DecoderBackbone(SIDBackbone):
-    """Decoder-only (GPT-style) stack over the window's SID token stream."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        dim, n_heads = self.tok.embedding_dim, self.n_heads
-        inner, dropout, n_layers = kwargs["inner"], kwargs["dropout"], kwargs["n_layers"]
-        self.blocks = nn.ModuleList(
-            RowBlock(dim, n_heads, inner, dropout, self_sees_context=True) for _ in range(n_layers)
-        )
-
-    def _stream(self, items: Tensor) -> tuple[Tensor, TokenNodes, Tensor, list[Tensor]]:
-        B, W = items.shape
-        positions = torch.arange(W, device=items.device)[None].expand(B, W)
-        x, nodes = self.embed_items(items, positions)
-        S = x.shape[1]
-        mask = (_causal(S, items.device)[None] & nodes.valid[:, None, :]) | torch.eye(
-            S, dtype=torch.bool, device=items.device
-        )[None]
-        bias = self.self_bias(nodes, nodes, B, 1)
-        x = self.drop(x)[:, None]
-        inputs = []
-        for block in self.blocks:
-            inputs.append(x[:, 0])
-            x = block(x, self_mask=mask[:, None, None], self_bias=bias)
-        return x[:, 0], nodes, mask, inputs
-
-    def context(self, history: Tensor) -> Context:
-        items = self.pad_window(history)
-        h, nodes, _, inputs = self._stream(items)
-        kv = [block.attn.context_kv(block.norm1(x)) for block, x in zip(self.blocks, inputs)]
-        return Context(kv=kv, mask=nodes.valid[:, None, None, None, :], nodes=nodes, last=h[:, -1])
-
-    def step(self, ctx: Context, prefix: Tensor) -> Tensor:
-        B, N, m = prefix.shape
-        if m == 0:
-            return self.level_logits(ctx.last, 0)[:, None].expand(B, N, -1)
-        x, nodes = self.embed_prefix(prefix, start=False, position=self.window)
-        self_bias = self.self_bias(nodes, nodes, B, N)
-        past_bias = None
-        if self.trierec:
-            flat = TokenNodes(
-                nodes.path.reshape(B, N * m, -1),
-                nodes.depth.reshape(B, N * m),
-                nodes.occurrence.reshape(B, N * m),
-                nodes.subtree.reshape(B, N * m),
-                nodes.valid.reshape(B, N * m),
-            )
-            past_bias = self.rel_bias(flat, ctx.nodes).reshape(B, -1, N, m, ctx.nodes.depth.shape[1])
-            past_bias = past_bias.permute(0, 2, 1, 3, 4)
-        x = self.drop(x)
-        causal = _causal(m, x.device)
-        for block, kv in zip(self.blocks, ctx.kv):
-            x = block(
-                x, self_mask=causal, self_bias=self_bias, past_kv=kv, past_mask=ctx.mask, past_bias=past_bias
-            )
-        return self.level_logits(x[:, :, -1], m)
-
-    def loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
-        """Next-token CE on the tokens of every target item of the window."""
-        window = torch.cat([inputs, targets[:, -1:]], 1)  # the W + 1 items of the window
-        h, _, _, _ = self._stream(window)
-        B = window.shape[0]
-        h = h.view(B, window.shape[1], self.L, -1)
-        # predictor of target item w (window position w + 1): the last token of item w for level 0,
-        # then the item's own tokens for levels 1..L-1
-        pred = torch.cat([h[:, :-1, -1:], h[:, 1:, :-1]], 2)  # [B, W, L, D]
-        keep = targets > 0
-        return _level_ce(self, pred[keep], self.codes[targets][keep])
-
-
-def _level_ce(backbone: SIDBackbone, h: Tensor, codes: Tensor) -> Tensor:
-    """Mean CE over levels and targets: ``h`` ``[R, L, D]`` predicts ``codes`` ``[R, L]``."""
-    losses = [
-        F.cross_entropy(backbone.level_logits(h[:, level], level), codes[:, level], reduction="sum")
-        for level in range(backbone.L)
-    ]
-    return torch.stack(losses).sum() / max(codes.numel(), 1)

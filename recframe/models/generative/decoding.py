@@ -193,27 +193,70 @@ def exact_scores(trie: SIDTrie, step_logits: StepLogits, state: Any, *, normaliz
     hypotheses in all, at least one node per call), each child's log-probability is gathered and added to
     its parent's running sum; the leaves' sums are scattered to item columns. The output has the shape of
     ``RecModel.score`` so the common evaluator ranks generative models like any other. Costs
-    ``B * sum_l n_nodes[l]`` scored hypotheses.
+    ``B * sum_l n_nodes[l]`` scored hypotheses; a transformer scorer re-runs each hypothesis's whole prefix,
+    which :func:`exact_scores_cached` avoids.
 
     Args:
         trie, step_logits, state, normalize, batch_size: as in :func:`beam_search`.
         max_rows: most hypotheses (``users x nodes``) per scorer call, bounding memory.
     """
-    _check_normalize(normalize)
-    if max_rows < 1:
-        raise ValueError(f"exact_scores: max_rows={max_rows}; it must be >= 1.")
+    _check_walk(normalize, max_rows)
     n_users = infer_batch_size(state) if batch_size is None else int(batch_size)
+
+    def call(level: int, start: int, stop: int) -> Tensor:
+        pre = trie.prefixes(level)[start:stop].unsqueeze(0).expand(n_users, -1, -1).contiguous()
+        return _call(step_logits, state, pre, trie.codebook_sizes[level])
+
+    return _walk(trie, call, n_users, normalize, max_rows)
+
+
+class NodeScorer(Protocol):
+    """Next-code scorer of trie nodes: ``(state, level, start, stop) -> logits [B, stop - start, C_level]``
+    for the nodes ``start:stop`` (lexicographic ids, :class:`SIDTrie`) at depth ``level``.
+
+    :func:`exact_scores_cached` calls it level by level, every node of depth ``l`` before any of depth
+    ``l + 1``, so a scorer may keep what it computed for a node (e.g. its keys and values) in ``state`` and
+    reuse it for the node's descendants.
+    """
+
+    def __call__(self, state: Any, level: int, start: int, stop: int) -> Tensor: ...
+
+
+def exact_scores_cached(trie: SIDTrie, score_nodes: NodeScorer, state: Any, *,
+                        normalize: Normalize = "codebook", batch_size: int | None = None,
+                        max_rows: int = 16384) -> Tensor:
+    """:func:`exact_scores` for a scorer that scores trie nodes incrementally (:class:`NodeScorer`).
+
+    The same walk and the same output; only the scorer's interface differs: it receives node ranges in walk
+    order instead of prefixes, so it can run one new token per node on top of its ancestors' cache.
+    """
+    _check_walk(normalize, max_rows)
+    n_users = infer_batch_size(state) if batch_size is None else int(batch_size)
+
+    def call(level: int, start: int, stop: int) -> Tensor:
+        logits = score_nodes(state, level, start, stop)
+        expected = (n_users, stop - start, trie.codebook_sizes[level])
+        if tuple(logits.shape) != expected:
+            raise ValueError(f"score_nodes returned shape {tuple(logits.shape)} for nodes {start}:{stop} at "
+                             f"depth {level}; expected {expected} = [users, nodes, codebook_sizes[{level}]].")
+        return logits
+
+    return _walk(trie, call, n_users, normalize, max_rows)
+
+
+def _walk(trie: SIDTrie, call: Callable[[int, int, int], Tensor], n_users: int, normalize: Normalize,
+          max_rows: int) -> Tensor:
+    """The exact-scoring walk shared by :func:`exact_scores` and :func:`exact_scores_cached`."""
     dev = trie.device
     total = torch.zeros(n_users, 1, device=dev)                  # running log-prob of depth-l nodes
     chunk = max(1, max_rows // max(n_users, 1))
     for level, size in enumerate(trie.codebook_sizes):
         n_here, n_next = trie.n_nodes[level], trie.n_nodes[level + 1]
-        prefixes, parents, codes = trie.prefixes(level), trie.parents(level + 1), trie.node_codes(level + 1)
+        parents, codes = trie.parents(level + 1), trie.node_codes(level + 1)
         nxt = torch.empty(n_users, n_next, device=dev)
         for start in range(0, n_here, chunk):
             stop = min(n_here, start + chunk)
-            pre = prefixes[start:stop].unsqueeze(0).expand(n_users, -1, -1).contiguous()
-            logits = _call(step_logits, state, pre, size)               # [B, m, C]
+            logits = call(level, start, stop)                             # [B, m, C]
             if normalize == "codebook":
                 logp = torch.log_softmax(logits.float(), dim=-1)          # only valid children are read
             else:
@@ -238,6 +281,12 @@ def _call(step_logits: StepLogits, state: Any, prefix: Tensor, size: int) -> Ten
                          f"{tuple(prefix.shape)}; expected {expected} = [users, hypotheses, "
                          f"codebook_sizes[{prefix.shape[-1]}]].")
     return logits
+
+
+def _check_walk(normalize: str, max_rows: int) -> None:
+    _check_normalize(normalize)
+    if max_rows < 1:
+        raise ValueError(f"exact_scores: max_rows={max_rows}; it must be >= 1.")
 
 
 def _check_normalize(normalize: str) -> None:

@@ -18,7 +18,11 @@ validate, test, checkpoint and serve exactly like SASRec:
   as the models are trained (TIGER); constrained beam search
   (:meth:`GenerativeRecModel.generate`) masks invalid codes of the same scores.
 
-``trierec: true`` adds TrieRec's encodings (:mod:`recframe.models.generative.trierec`).
+Methods compose with the backbones as add-ons (:mod:`recframe.models.generative.addons`), listed under
+``addons:``; TrieRec's encodings are the first (:mod:`recframe.models.generative.trierec`). Exact scoring
+reuses each trie node's keys/values for its descendants (:mod:`recframe.models.generative.kv_cache`), so
+every level runs one new token per node; ``score(batch, cached=False)`` is the former walk that re-runs every
+prefix (kept as the reference the cached walk is tested and benchmarked against).
 """
 
 from __future__ import annotations
@@ -31,8 +35,12 @@ import torch
 from torch import Tensor
 
 from recframe.models.base import RecModel
-from recframe.models.generative.backbones import DecoderBackbone, SIDBackbone, TigerBackbone
-from recframe.models.generative.decoding import BeamResult, beam_search, exact_scores
+from recframe.models.generative import legacy
+from recframe.models.generative.addons import GenerativeAddon, addon_from_spec
+from recframe.models.generative.backbones import SIDBackbone
+from recframe.models.generative.decoder import DecoderBackbone
+from recframe.models.generative.decoding import BeamResult, beam_search, exact_scores, exact_scores_cached
+from recframe.models.generative.tiger import TigerBackbone
 from recframe.models.generative.trie import SIDTrie
 from recframe.tokenizers import SIDTokenizer
 
@@ -40,6 +48,8 @@ logger = logging.getLogger("recframe.generative")
 
 #: budget (elements) of one attention-logit block during exact scoring; rows are chunked to fit it
 SCORE_BLOCK = 1 << 24
+#: budget (elements) of the key/value cache of cached exact scoring; users are chunked to fit it
+CACHE_BLOCK = 1 << 25
 
 
 class GenerativeRecModel(RecModel):
@@ -53,7 +63,10 @@ class GenerativeRecModel(RecModel):
             documented non-text features without the ``text`` extra) or ``none`` (the fallback features).
         max_len: history items per window.
         dim, n_layers, n_heads, inner, dropout: backbone sizes.
-        trierec: add TrieRec's trie-aware absolute and topology-aware relative encodings.
+        addons: add-ons (:class:`~recframe.models.generative.addons.GenerativeAddon`), e.g.
+            ``[{class_path: recframe.models.generative.TrieRec}]`` for TrieRec's trie-aware absolute and
+            topology-aware relative encodings. Their specs (``class_path`` + ``init_args``, also accepted
+            here) are stored in the hyperparameters, so a checkpoint rebuilds them.
         lr, weight_decay, optimizer: optimiser.
     """
 
@@ -73,13 +86,15 @@ class GenerativeRecModel(RecModel):
         n_heads: int = 2,
         inner: int = 256,
         dropout: float = 0.1,
-        trierec: bool = False,
+        addons: list[GenerativeAddon] | None = None,
         lr: float = 1e-3,
         weight_decay: float = 0.0,
         optimizer: Literal["adam", "adamw"] = "adamw",
     ) -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
-        self.save_hyperparameters(ignore=["tokenizer"])
+        self.save_hyperparameters(ignore=["tokenizer", "addons"])
+        self.addon_list: list[GenerativeAddon] = [addon_from_spec(a) for a in addons or []]
+        self.hparams["addons"] = [a.spec() for a in self.addon_list]
         self.tokenizer = tokenizer
         self.features = features
         self.max_len = max_len
@@ -90,7 +105,6 @@ class GenerativeRecModel(RecModel):
             "inner": inner,
             "dropout": dropout,
         }
-        self.trierec = trierec
         self.backbone: SIDBackbone | None = None
         self.sid_table_state: dict[str, Any] | None = None
         self._trie: SIDTrie | None = None
@@ -123,12 +137,14 @@ class GenerativeRecModel(RecModel):
         if codes.shape[0] != self.n_items + 1:
             raise ValueError(f"the SID table has {codes.shape[0] - 1} items but the model {self.n_items}.")
         self.backbone = self.backbone_class(
-            codes, codebook_sizes, window=self.max_len, trierec=self.trierec, **self.sizes
+            codes, codebook_sizes, window=self.max_len, addons=self.addon_list, **self.sizes
         )
         self.register_buffer("codebook_sizes_t", torch.tensor(codebook_sizes, dtype=torch.long))
         self._trie = None
 
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False):  # type: ignore[override]
+        if legacy.has_legacy_keys(state_dict):  # TrieRec's tables under their pre-add-on names
+            state_dict = self._map_legacy(state_dict)
         # a fresh model has no backbone until its SID table is known; the checkpoint carries the codes
         if self.backbone is None and "backbone.codes" in state_dict:
             self._build(
@@ -141,7 +157,25 @@ class GenerativeRecModel(RecModel):
         if self.sid_table_state is not None:
             checkpoint["sid_table"] = self.sid_table_state
 
+    def _map_legacy(self, state_dict: Any) -> dict[str, Any]:
+        index = next((i for i, a in enumerate(self.addon_list) if legacy._is_trierec(a)), None)
+        if index is None:
+            raise ValueError(
+                f"this state dict holds TrieRec tables (backbone.abs_enc/rel_bias: a model trained with the "
+                f"former `trierec: true`) but this {type(self).__name__} has no TrieRec add-on; configure "
+                "addons: [{class_path: recframe.models.generative.TrieRec}], or migrate the checkpoint with "
+                f"`{legacy.MIGRATE_HINT}`.")
+        return legacy.map_legacy_state(state_dict, index)
+
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        if legacy.is_legacy_checkpoint(checkpoint):  # written with the former `trierec` flag
+            legacy.migrate_checkpoint(checkpoint)
+            specs = checkpoint["hyper_parameters"]["addons"]
+            if self.backbone is None and not self.addon_list and specs:
+                # built from the stored hyperparameters, which lost the flag (load_from_checkpoint)
+                self.addon_list = [addon_from_spec(spec) for spec in specs]
+                self.hparams["addons"] = [a.spec() for a in self.addon_list]
+                logger.info("old-format checkpoint: TrieRec flag mapped to addons=%s", self.hparams["addons"])
         self.sid_table_state = checkpoint.get("sid_table")
         state = checkpoint.get("state_dict", {})
         if self.backbone is None and "backbone.codes" in state:
@@ -168,21 +202,62 @@ class GenerativeRecModel(RecModel):
 
     # ------------------------------------------------------------ training
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
-        return self._require_backbone().loss(batch["input"], batch["target"])
+        """Teacher-forced CE (:meth:`SIDBackbone.level_ce`) plus the add-ons' weighted auxiliary terms,
+        ``loss = CE + sum_a w_a * aux_a`` (each ``aux_a`` logged as ``train/aux_<name>``)."""
+        backbone = self._require_backbone()
+        loss = backbone.loss(batch["input"], batch["target"])
+        for term in backbone.auxiliary_losses(batch["input"], batch["target"]):
+            loss = loss + term.weight * term.value
+            if self._trainer is not None:
+                self.log(f"train/aux_{term.name}", term.value.detach(), on_step=False, on_epoch=True,
+                         batch_size=int(batch["input"].shape[0]), sync_dist=True)
+        return loss
 
     def loss_terms(self, batch: dict[str, Tensor]) -> int:
         return int((batch["target"] > 0).sum())
 
     # ------------------------------------------------------------- scoring
-    def score(self, batch: dict[str, Tensor]) -> Tensor:
-        """Exact log-probability of every item's code path, ``[B, n_items + 1]`` (column 0 = -inf)."""
+    def score(self, batch: dict[str, Tensor], *, cached: bool = True) -> Tensor:
+        """Exact log-probability of every item's code path, ``[B, n_items + 1]`` (column 0 = -inf).
+
+        ``score[b, i] = sum_l log softmax_l(logits(history_b, codes[i, :l]))[codes[i, l]]``, by a walk over
+        the trie. ``cached=True`` (default) runs one new token per trie node and reuses its ancestors'
+        keys/values (:meth:`score_nodes` of the backbone); ``cached=False`` re-runs every node's whole prefix
+        (the reference; the same scores up to float rounding).
+        """
         backbone = self._require_backbone()
-        ctx = backbone.context(batch["history"])
-        return exact_scores(self.trie, backbone.step, ctx, normalize="codebook",
-                            max_rows=self.score_rows(ctx))
+        history = batch["history"]
+        if not cached:
+            ctx = backbone.context(history)
+            return exact_scores(self.trie, backbone.step, ctx, normalize="codebook",
+                                max_rows=self.score_rows(ctx))
+        trie = self.trie
+        per_user = sum(trie.n_nodes[: backbone.L - 1]) * backbone.dim * 2 * backbone.n_layers
+        users = max(1, CACHE_BLOCK // max(1, per_user))  # the cache of one user chunk stays in CACHE_BLOCK
+        out = []
+        for start in range(0, history.shape[0], users):
+            ctx = backbone.context(history[start : start + users])
+            rows = SCORE_BLOCK // max(1, (int(ctx.kv[0][0].shape[1]) + backbone.L) * backbone.n_heads)
+            out.append(exact_scores_cached(trie, backbone.score_nodes, (ctx, backbone.node_cache(trie)),
+                                           normalize="codebook", batch_size=int(ctx.kv[0][0].shape[0]),
+                                           max_rows=max(1, rows)))
+        return out[0] if len(out) == 1 else torch.cat(out)
 
     def generate(self, history: Tensor, k: int = 10, beam: int = 20) -> BeamResult:
-        """Top-``k`` items by trie-constrained beam search for histories ``[B, w]`` (valid paths only)."""
+        """Top-``k`` items by trie-constrained beam search.
+
+        Args:
+            history: ``[B, w]`` dense item ids, left-padded with 0, oldest first; the last ``max_len`` are
+                used (the model's window).
+            k: items per user.
+            beam: hypotheses kept per level (raised to ``k`` if smaller); a beam at least as wide as every
+                inner trie level is exact (equal to the top-``k`` of :meth:`score`).
+
+        Returns:
+            :class:`BeamResult`: ``items [B, k]`` (valid item ids; 0 only in slots beyond the catalogue) and
+            ``log_probs [B, k]``, each the item's exact path log-probability, descending. Seen items are not
+            excluded.
+        """
         backbone = self._require_backbone()
         ctx = backbone.context(history)
         return beam_search(self.trie, backbone.step, ctx, k=k, beam=max(beam, k), normalize="codebook")
@@ -195,12 +270,12 @@ class GenerativeRecModel(RecModel):
 
 
 class TIGER(GenerativeRecModel):
-    """TIGER-style encoder–decoder over semantic IDs (Rajput et al., 2023); see :mod:`.backbones`."""
+    """TIGER-style encoder–decoder over semantic IDs (Rajput et al., 2023); see :mod:`.tiger`."""
 
     backbone_class = TigerBackbone
 
 
 class SIDDecoder(GenerativeRecModel):
-    """Decoder-only (GPT-style) generative recommender over semantic-ID token streams."""
+    """Decoder-only (GPT-style) generative recommender over semantic-ID token streams; see :mod:`.decoder`."""
 
     backbone_class = DecoderBackbone

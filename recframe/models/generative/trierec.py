@@ -1,9 +1,9 @@
-"""TrieRec (seed ¶8): trie-aware absolute and topology-aware relative positional encodings.
+"""TrieRec: trie-aware absolute and topology-aware relative positional encodings, as a generative add-on.
 
 Both encodings are computed from the item trie of the SID table, never from a
-token's index in the sequence, and both are switched on by one flag
-(``trierec: true``); they add no hyperparameters. Design choices the abstract
-leaves open, and what we chose:
+token's index in the sequence, and both come with one add-on, :class:`TrieRec`
+(``addons: [{class_path: recframe.models.generative.TrieRec}]``); they add no
+hyperparameters. Design choices the TrieRec abstract leaves open, and what we chose:
 
 **Absolute encoding** (added to each token's input embedding). A token is a
 trie node at depth ``d`` (its SID level; the decoder start token is the root,
@@ -45,6 +45,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from recframe.models.generative.addons import GenerativeAddon
 from recframe.models.generative.structure import N_RELATIONS, TokenNodes, pair_relations
 
 
@@ -95,12 +96,30 @@ class TrieRelativeBias(nn.Module):
 def ancestor_mean(token_emb: Tensor) -> Tensor:
     """Mean of the embeddings of each token's proper ancestors within its item.
 
-    ``token_emb`` ``[B, G, L, D]`` holds the embeddings of the L tokens of each of
-    G items (level order); token at level ``l`` (depth ``l + 1``) averages levels
-    ``< l``. Returns ``[B, G, L, D]`` (zeros at level 0).
+    ``token_emb`` ``[..., L, D]`` holds the embeddings of the L tokens of an item
+    (level order); token at level ``l`` (depth ``l + 1``) averages levels
+    ``< l``. Returns ``[..., L, D]`` (zeros at level 0).
     """
-    B, G, L, D = token_emb.shape
-    csum = token_emb.cumsum(2)
-    shifted = torch.cat([torch.zeros_like(csum[:, :, :1]), csum[:, :, :-1]], 2)
+    L = token_emb.shape[-2]
+    csum = token_emb.cumsum(-2)
+    shifted = torch.cat([torch.zeros_like(csum[..., :1, :]), csum[..., :-1, :]], -2)
     count = torch.arange(L, device=token_emb.device).clamp(min=1).to(token_emb.dtype)
-    return shifted / count[None, None, :, None]
+    return shifted / count[:, None]
+
+
+class TrieRec(GenerativeAddon):
+    """TrieRec as an add-on: :class:`TrieAbsoluteEncoding` on every token's input and
+    :class:`TrieRelativeBias` on every self-attention (module docstring). No settings.
+
+    Its tables are zero-initialised, so a TrieRec model starts exactly at its backbone.
+    """
+
+    def build(self, backbone: nn.Module) -> None:
+        self.abs_enc = TrieAbsoluteEncoding(backbone.L, backbone.dim, backbone.n_items)
+        self.rel_bias = TrieRelativeBias(backbone.L, backbone.n_heads)
+
+    def encode(self, nodes: TokenNodes, token_emb: Tensor) -> Tensor:
+        return self.abs_enc(nodes, ancestor_mean(token_emb))
+
+    def attention_bias(self, query: TokenNodes, key: TokenNodes) -> Tensor:
+        return self.rel_bias(query, key)

@@ -1,0 +1,146 @@
+"""Decoder-only (GPT-style) backbone over semantic-ID token streams: its whole forward pass, on the shared
+layers of :mod:`.attention` and the shared embeddings of :mod:`.backbones`.
+
+* **Stream.** One causal stream of the window's item tokens (``L`` per item), with the add-ons' biases in
+  every self-attention; next-token loss on the tokens of every target item.
+* **Context.** Scoring runs the history once per user and caches each layer's history keys/values
+  (:meth:`DecoderBackbone.context`); level 0 is predicted by the last history token.
+* **Step.** A prefix ``c_1..c_m`` continues the stream at position ``window``: its tokens attend causally to
+  each other and to the cached history.
+* **Cached exact scoring** (:meth:`DecoderBackbone.score_nodes`): one new token per trie node, on top of the
+  cached history and of its ancestors' cached keys/values (:mod:`.kv_cache`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from recframe.models.generative.addons import GenerativeAddon
+from recframe.models.generative.attention import RowBlock
+from recframe.models.generative.backbones import Context, SIDBackbone, causal_mask
+from recframe.models.generative.kv_cache import NodeKV, cached_block
+from recframe.models.generative.structure import TokenNodes
+from recframe.models.generative.trie import SIDTrie
+
+
+class DecoderBackbone(SIDBackbone):
+    """Decoder-only stack (module docstring); arguments as :class:`SIDBackbone`."""
+
+    def __init__(
+        self,
+        codes: np.ndarray,
+        codebook_sizes: tuple[int, ...],
+        dim: int,
+        n_layers: int,
+        n_heads: int,
+        inner: int,
+        dropout: float,
+        window: int,
+        addons: Sequence[GenerativeAddon] = (),
+    ) -> None:
+        super().__init__(codes, codebook_sizes, dim, n_layers, n_heads, inner, dropout, window, addons)
+        self.blocks = nn.ModuleList(
+            RowBlock(dim, n_heads, inner, dropout, self_sees_context=True) for _ in range(n_layers)
+        )
+
+    # ------------------------------------------------------------------ history
+    def _stream(self, items: Tensor) -> tuple[Tensor, TokenNodes, Tensor, list[Tensor]]:
+        B, W = items.shape
+        positions = torch.arange(W, device=items.device)[None].expand(B, W)
+        x, nodes = self.embed_items(items, positions)
+        S = x.shape[1]
+        mask = (causal_mask(S, items.device)[None] & nodes.valid[:, None, :]) | torch.eye(
+            S, dtype=torch.bool, device=items.device
+        )[None]
+        bias = self.self_bias(nodes, nodes, B, 1)
+        x = self.drop(x)[:, None]
+        inputs = []
+        for block in self.blocks:
+            inputs.append(x[:, 0])
+            x = block(x, self_mask=mask[:, None, None], self_bias=bias)
+        return x[:, 0], nodes, mask, inputs
+
+    def context(self, history: Tensor) -> Context:
+        """Each layer's history keys/values, the history's nodes and its last hidden state."""
+        items = self.pad_window(history)
+        h, nodes, _, inputs = self._stream(items)
+        kv = [block.attn.context_kv(block.norm1(x)) for block, x in zip(self.blocks, inputs)]
+        return Context(kv=kv, mask=nodes.valid[:, None, None, None, :], nodes=nodes, last=h[:, -1])
+
+    def _history_bias(self, ctx: Context, query: TokenNodes, B: int, N: int, m: int) -> Tensor | None:
+        """Add-on bias ``[B, N, H, m, K]`` of prefix tokens (``query`` fields ``[B, N * m, ...]``) on the
+        cached history tokens."""
+        if not self._biases:
+            return None
+        bias = self.attention_bias(query, ctx.nodes)  # [B, H, N * m, K]
+        if bias is None:
+            return None
+        return bias.reshape(B, -1, N, m, ctx.nodes.depth.shape[1]).permute(0, 2, 1, 3, 4)
+
+    # ------------------------------------------------------------------ prefixes
+    def step(self, ctx: Context, prefix: Tensor) -> Tensor:
+        """Next-code logits ``[B, N, V_m]`` for prefixes ``[B, N, m]`` (the whole prefix is run)."""
+        B, N, m = prefix.shape
+        if m == 0:
+            return self.level_logits(ctx.last, 0, prefix[:, 0])[:, None].expand(B, N, -1)
+        x, nodes = self.embed_prefix(prefix, start=False, position=self.window)
+        self_bias = self.self_bias(nodes, nodes, B, N)
+        flat = TokenNodes(
+            nodes.path.reshape(B, N * m, -1),
+            nodes.depth.reshape(B, N * m),
+            nodes.occurrence.reshape(B, N * m),
+            nodes.subtree.reshape(B, N * m),
+            nodes.valid.reshape(B, N * m),
+        )
+        past_bias = self._history_bias(ctx, flat, B, N, m)
+        x = self.drop(x)
+        causal = causal_mask(m, x.device)
+        for block, kv in zip(self.blocks, ctx.kv):
+            x = block(
+                x, self_mask=causal, self_bias=self_bias, past_kv=kv, past_mask=ctx.mask, past_bias=past_bias
+            )
+        return self.level_logits(x[:, :, -1], m, prefix)
+
+    def score_nodes(self, state: tuple[Context, NodeKV], level: int, start: int, stop: int) -> Tensor:
+        """Next-code logits ``[B, n, V_level]`` of trie nodes ``start:stop`` at depth ``level``: the root from
+        the last history token, deeper nodes by running only their own token against the cached history and
+        their ancestors' cached keys/values."""
+        ctx, cache = state
+        B, n = ctx.kv[0][0].shape[0], stop - start
+        prefix = cache.trie.prefixes(level)[start:stop][None]  # [1, n, level]: the same for every user
+        if level == 0:
+            return self.level_logits(ctx.last, 0, prefix[:, 0].expand(B, 0))[:, None]
+        x, nodes = self.embed_prefix(prefix, start=False, position=self.window)
+        last = nodes.tokens(slice(level - 1, level))  # [n, 1]: the new token of each node
+        self_bias = self.self_bias(last, nodes, 1, n)
+        query = TokenNodes(*(t.reshape(1, n, *t.shape[2:]).expand(B, n, *t.shape[2:])  # [B, n(*1), ...]
+                             for t in (last.path, last.depth, last.occurrence, last.subtree, last.valid)))
+        past_bias = self._history_bias(ctx, query, B, n, 1)
+        x = self.drop(x[:, :, -1:]).expand(B, -1, -1, -1)
+        for layer, (block, kv) in enumerate(zip(self.blocks, ctx.kv)):
+            past = cache.past(level, start, stop, layer, first=1)
+            x, new = cached_block(block, x, past_kv=past, self_bias=self_bias, context_kv=kv,
+                                  context_mask=ctx.mask, context_bias=past_bias)
+            cache.store(level, start, stop, layer, new)
+        return self.level_logits(x[:, :, -1], level, prefix.expand(B, -1, -1))
+
+    def node_cache(self, trie: SIDTrie) -> NodeKV:
+        """An empty cache for :meth:`score_nodes` (prefix tokens at depths ``1..L-2`` have descendants)."""
+        return NodeKV(trie, len(self.blocks), range(1, self.L - 1))
+
+    # ------------------------------------------------------------------ training
+    def loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
+        """Next-token CE on the tokens of every target item of the window."""
+        window = torch.cat([inputs, targets[:, -1:]], 1)  # the W + 1 items of the window
+        h, _, _, _ = self._stream(window)
+        B = window.shape[0]
+        h = h.view(B, window.shape[1], self.L, -1)
+        # predictor of target item w (window position w + 1): the last token of item w for level 0,
+        # then the item's own tokens for levels 1..L-1
+        pred = torch.cat([h[:, :-1, -1:], h[:, 1:, :-1]], 2)  # [B, W, L, D]
+        keep = targets > 0
+        return self.level_ce(pred[keep], self.codes[targets][keep])

@@ -1,0 +1,126 @@
+"""TIGER-style encoder–decoder backbone (Rajput et al., 2023, "Recommender Systems with Generative
+Retrieval"): its whole forward pass, on the shared layers of :mod:`.attention` and the shared embeddings of
+:mod:`.backbones`.
+
+* **Encoder, item-causal.** TIGER's encoder is bidirectional and it trains one (history, next item) pair per
+  encoder pass. To train on every target of a window in one pass (the "all targets" protocol every model here
+  uses) the encoder is *item-causal*: a token of history item ``i`` sees the tokens of items ``≤ i``, and the
+  decoder row for target ``t`` cross-attends to the memory of items ``≤ t``. Inference uses the same masks,
+  so training and serving see the same function; at the last position the encoder sees the whole history, as
+  TIGER's does.
+* **Decoder.** Rows ``[start, c_1..c_m]``, causal self-attention (with the add-ons' biases) and
+  cross-attention to the memory; the hidden state of the last token gives the next code's logits.
+* **Cached exact scoring** (:meth:`TigerBackbone.score_nodes`): one new decoder token per trie node, on top of
+  its ancestors' cached keys/values (:mod:`.kv_cache`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from recframe.models.generative.addons import GenerativeAddon
+from recframe.models.generative.attention import RowBlock
+from recframe.models.generative.backbones import Context, SIDBackbone, causal_mask
+from recframe.models.generative.kv_cache import NodeKV, cached_block
+from recframe.models.generative.structure import TokenNodes
+from recframe.models.generative.trie import SIDTrie
+
+
+class TigerBackbone(SIDBackbone):
+    """TIGER-style encoder–decoder (module docstring); arguments as :class:`SIDBackbone`."""
+
+    def __init__(
+        self,
+        codes: np.ndarray,
+        codebook_sizes: tuple[int, ...],
+        dim: int,
+        n_layers: int,
+        n_heads: int,
+        inner: int,
+        dropout: float,
+        window: int,
+        addons: Sequence[GenerativeAddon] = (),
+    ) -> None:
+        super().__init__(codes, codebook_sizes, dim, n_layers, n_heads, inner, dropout, window, addons)
+        self.encoder = nn.ModuleList(RowBlock(dim, n_heads, inner, dropout) for _ in range(n_layers))
+        self.decoder = nn.ModuleList(
+            RowBlock(dim, n_heads, inner, dropout, cross=True) for _ in range(n_layers)
+        )
+        self.enc_norm = nn.LayerNorm(dim)
+
+    # ------------------------------------------------------------------ encoder
+    def _encode(self, items: Tensor) -> tuple[Tensor, Tensor, TokenNodes]:
+        B, W = items.shape
+        positions = torch.arange(W, device=items.device)[None].expand(B, W)
+        x, nodes = self.embed_items(items, positions)
+        item_of = torch.arange(W * self.L, device=items.device) // self.L
+        valid = nodes.valid
+        mask = (item_of[None, :] <= item_of[:, None])[None] & valid[:, None, :]
+        mask = mask | torch.eye(W * self.L, dtype=torch.bool, device=items.device)[None]
+        x = self.drop(x)[:, None]
+        bias = self.self_bias(nodes, nodes, B, 1)
+        for block in self.encoder:
+            x = block(x, self_mask=mask[:, None, None], self_bias=bias)
+        return self.enc_norm(x[:, 0]), valid, nodes
+
+    def context(self, history: Tensor) -> Context:
+        """Encoder memory of histories ``[B, w]`` as each decoder layer's cross-attention keys/values."""
+        memory, valid, _ = self._encode(self.pad_window(history))
+        kv = [block.cross.context_kv(memory) for block in self.decoder]
+        return Context(kv=kv, mask=valid[:, None, None, None, :], nodes=None, last=None)
+
+    # ------------------------------------------------------------------ decoder
+    def _decode(self, x: Tensor, nodes: TokenNodes, ctx: Context, mask: Tensor) -> Tensor:
+        B, N, q, _ = x.shape
+        bias = self.self_bias(nodes, nodes, B, N)
+        self_mask = causal_mask(q, x.device)
+        x = self.drop(x)
+        for block, kv in zip(self.decoder, ctx.kv):
+            x = block(x, self_mask=self_mask, self_bias=bias, memory_kv=kv, memory_mask=mask)
+        return x
+
+    def step(self, ctx: Context, prefix: Tensor) -> Tensor:
+        """Next-code logits ``[B, N, V_m]`` for prefixes ``[B, N, m]`` (the whole prefix is run)."""
+        x, nodes = self.embed_prefix(prefix, start=True, position=None)
+        h = self._decode(x, nodes, ctx, ctx.mask)
+        return self.level_logits(h[:, :, -1], prefix.shape[-1], prefix)
+
+    def score_nodes(self, state: tuple[Context, NodeKV], level: int, start: int, stop: int) -> Tensor:
+        """Next-code logits ``[B, n, V_level]`` of trie nodes ``start:stop`` at depth ``level``, running only
+        their own decoder token (the start token at depth 0) against their ancestors' cached keys/values."""
+        ctx, cache = state
+        prefix = cache.trie.prefixes(level)[start:stop][None]  # [1, n, level]: the same for every user
+        x, nodes = self.embed_prefix(prefix, start=True, position=None)
+        x = self.drop(x[:, :, -1:])
+        bias = self.self_bias(nodes.tokens(slice(level, level + 1)), nodes, 1, stop - start)
+        B = ctx.kv[0][0].shape[0]
+        x = x.expand(B, -1, -1, -1)
+        for layer, (block, kv) in enumerate(zip(self.decoder, ctx.kv)):
+            past = cache.past(level, start, stop, layer, first=0)
+            x, new = cached_block(block, x, past_kv=past, self_bias=bias, memory_kv=kv, memory_mask=ctx.mask)
+            cache.store(level, start, stop, layer, new)
+        return self.level_logits(x[:, :, -1], level, prefix.expand(B, -1, -1))
+
+    def node_cache(self, trie: SIDTrie) -> NodeKV:
+        """An empty cache for :meth:`score_nodes` (depths ``0..L-2`` have descendants to score)."""
+        return NodeKV(trie, len(self.decoder), range(0, self.L - 1))
+
+    # ------------------------------------------------------------------ training
+    def loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
+        """Teacher-forced CE over every code of every target of windows ``inputs``/``targets`` ``[B, W]``."""
+        memory, valid, _ = self._encode(inputs)
+        B, W = inputs.shape
+        kv = [block.cross.context_kv(memory) for block in self.decoder]
+        item_of = torch.arange(W * self.L, device=inputs.device) // self.L
+        sees = item_of[None, :] <= torch.arange(W, device=inputs.device)[:, None]  # [W(target), K]
+        mask = (sees[None] & valid[:, None, :])[:, :, None, None, :]  # [B, W, 1, 1, K]
+        codes = self.codes[targets]  # [B, W, L]
+        x, nodes = self.embed_prefix(codes[..., :-1], start=True, position=None)
+        ctx = Context(kv=kv, mask=mask, nodes=None, last=None)
+        h = self._decode(x, nodes, ctx, mask)  # [B, W, L, D]
+        keep = targets > 0
+        return self.level_ce(h[keep], codes[keep])

@@ -1,0 +1,231 @@
+"""Generative add-ons: TrieRec as an add-on equals the former ``trierec`` flag bit for bit, old checkpoints
+load or are refused with the migration command, cached exact scoring equals the uncached walk, and a toy
+add-on's hooks (auxiliary loss, logit adjustment) reach training and scoring."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import Tensor
+
+from recframe.checkpoint_io import load_checkpoint, save_checkpoint
+from recframe.models.generative import TIGER, AuxLoss, GenerativeAddon, SIDDecoder, TrieRec
+from recframe.models.generative.legacy import main as migrate_main
+from tests.generative.fixtures.make_legacy import KW, SIZES, batches, codes
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "legacy_generative.pt"
+CLASSES = {"TIGER": TIGER, "SIDDecoder": SIDDecoder}
+
+
+@pytest.fixture(scope="module")
+def legacy() -> dict[str, Any]:
+    return torch.load(FIXTURE, weights_only=True)
+
+
+def _digest(t: Tensor) -> str:
+    t = t.detach().cpu().contiguous()
+    return hashlib.sha256(f"{t.dtype}{tuple(t.shape)}".encode() + t.numpy().tobytes()).hexdigest()
+
+
+def _old_key(key: str) -> str:
+    return key.replace("backbone.addons.0.", "backbone.")
+
+
+def _build(cls, trierec: bool, seed: int = 0):
+    torch.manual_seed(seed)
+    model = cls(n_items=40, addons=[TrieRec()] if trierec else None, **KW)
+    model._build(codes(), SIZES)
+    return model
+
+
+def _outputs(model) -> tuple[Tensor, Tensor, Tensor]:
+    train, score = batches()
+    model.eval()
+    with torch.no_grad():
+        loss_eval, scores = model.loss(train), model.score(score, cached=False)
+    model.train()
+    torch.manual_seed(1)
+    with torch.no_grad():
+        loss_train = model.loss(train)
+    return loss_eval, loss_train, scores
+
+
+@pytest.mark.parametrize("name", ["TIGER", "SIDDecoder"])
+@pytest.mark.parametrize("trierec", [False, True])
+def test_same_seed_same_init_as_the_flag_model(legacy, name: str, trierec: bool) -> None:
+    """Parameter-creation order is kept: every tensor equals the flag model's, bit for bit."""
+    state = _build(CLASSES[name], trierec).state_dict()
+    expected = legacy[f"{name}/{trierec}"]["init"]
+    assert {_old_key(k) for k in state} == set(expected)
+    assert {_old_key(k): _digest(v) for k, v in state.items()} == expected
+
+
+@pytest.mark.parametrize("name", ["TIGER", "SIDDecoder"])
+@pytest.mark.parametrize("trierec", [False, True])
+def test_same_weights_same_loss_and_scores_as_the_flag_model(legacy, name: str, trierec: bool) -> None:
+    """Given the flag model's weights, the add-on model's loss (eval and dropout) and scores are identical."""
+    case = legacy[f"{name}/{trierec}"]
+    model = _build(CLASSES[name], trierec)
+    model.load_state_dict(case["checkpoint"]["state_dict"])  # old keys, mapped on the fly
+    loss_eval, loss_train, scores = _outputs(model)
+    assert torch.equal(loss_eval, case["loss_eval"])
+    assert torch.equal(loss_train, case["loss_train"])
+    assert torch.equal(scores, case["scores"])
+    with torch.no_grad():
+        cached = model.eval().score(batches()[1])
+    torch.testing.assert_close(cached, case["scores"], rtol=0, atol=1e-5)
+
+
+def _write_old(legacy, name: str, trierec: bool, path: Path) -> Path:
+    ckpt = legacy[f"{name}/{trierec}"]["checkpoint"]
+    hparams = dict(ckpt["hyper_parameters"])
+    save_checkpoint({"hyper_parameters": hparams, "state_dict": dict(ckpt["state_dict"]),
+                     "pytorch-lightning_version": "2.4.0"}, path)
+    return path
+
+
+@pytest.mark.parametrize("name", ["TIGER", "SIDDecoder"])
+def test_old_checkpoint_loads_through_lightning(legacy, name: str, tmp_path: Path) -> None:
+    """``load_from_checkpoint`` drops the unknown flag; the model maps it back to a TrieRec add-on."""
+    path = _write_old(legacy, name, True, tmp_path / "old.ckpt")
+    model = CLASSES[name].load_from_checkpoint(path, map_location="cpu", weights_only=True)
+    assert [type(a) for a in model.backbone.addons] == [TrieRec]
+    _, _, scores = _outputs(model)
+    assert torch.equal(scores, legacy[f"{name}/True"]["scores"])
+
+
+def test_old_checkpoint_is_refused_by_hparams_readers_then_migrates(legacy, tmp_path: Path) -> None:
+    """A reader that builds the model from the stored hyperparameters gets a TypeError naming ``trierec``;
+    the migration command rewrites the file, after which it builds and scores exactly as before."""
+    old = _write_old(legacy, "TIGER", True, tmp_path / "old.ckpt")
+    hparams = load_checkpoint(old)["hyper_parameters"]
+    with pytest.raises(TypeError, match="trierec"):
+        TIGER(**hparams)
+    new = tmp_path / "new.ckpt"
+    assert migrate_main([str(old), str(new)]) == 0
+    ckpt = load_checkpoint(new)
+    assert "trierec" not in ckpt["hyper_parameters"]
+    model = TIGER(**ckpt["hyper_parameters"])
+    model.load_state_dict(ckpt["state_dict"])
+    assert any(k.startswith("backbone.addons.0.abs_enc.") for k in ckpt["state_dict"])
+    _, _, scores = _outputs(model)
+    assert torch.equal(scores, legacy["TIGER/True"]["scores"])
+
+
+def test_old_trierec_weights_into_a_model_without_the_addon_are_refused(legacy) -> None:
+    model = _build(TIGER, trierec=False)
+    with pytest.raises(ValueError, match="addons:.*TrieRec.*python -m recframe.models.generative.legacy"):
+        model.load_state_dict(legacy["TIGER/True"]["checkpoint"]["state_dict"])
+
+
+def test_new_checkpoint_round_trips_its_addons(tmp_path: Path) -> None:
+    model = _build(SIDDecoder, trierec=True)
+    assert model.hparams["addons"] == [{"class_path": "recframe.models.generative.trierec.TrieRec",
+                                        "init_args": {}}]
+    save_checkpoint({"hyper_parameters": dict(model.hparams), "state_dict": model.state_dict()},
+                    tmp_path / "m.ckpt")
+    ckpt = load_checkpoint(tmp_path / "m.ckpt")
+    again = SIDDecoder(**ckpt["hyper_parameters"])
+    again.load_state_dict(ckpt["state_dict"])
+    assert [type(a) for a in again.backbone.addons] == [TrieRec]
+
+
+def test_bad_addon_spec_is_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="class_path 'recframe.nope.Thing' cannot be imported"):
+        TIGER(n_items=5, addons=[{"class_path": "recframe.nope.Thing"}])
+    with pytest.raises(ValueError, match="is not a GenerativeAddon"):
+        TIGER(n_items=5, addons=[{"class_path": "torch.nn.Linear"}])
+
+
+# ------------------------------------------------------------------ cached exact scoring
+def _perturb(model, seed: int = 3) -> None:
+    """Random values for every parameter, so that zero-initialised add-on tables matter."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+
+
+@pytest.mark.parametrize("cls", [TIGER, SIDDecoder])
+@pytest.mark.parametrize("trierec", [False, True])
+def test_cached_exact_scores_equal_uncached(cls, trierec: bool) -> None:
+    model = _build(cls, trierec, seed=5)
+    _perturb(model)
+    model.eval()
+    history = torch.tensor([[0, 0, 3, 5, 7, 9, 10], [1, 2, 3, 4, 5, 6, 40], [0, 0, 0, 0, 0, 0, 12],
+                            [0, 0, 0, 0, 0, 0, 0]])
+    with torch.no_grad():
+        slow = model.score({"history": history}, cached=False)
+        fast = model.score({"history": history})
+    assert torch.isinf(fast[:, 0]).all() and torch.isfinite(fast[:, 1:]).all()
+    torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
+
+
+def test_cached_scoring_chunks_users_and_nodes(monkeypatch) -> None:
+    """Tiny cache and block budgets (one user, one node per call) give the same scores."""
+    import recframe.models.generative.models as models
+
+    model = _build(SIDDecoder, True, seed=6)
+    _perturb(model)
+    model.eval()
+    history = torch.tensor([[0, 3, 5, 7], [1, 2, 3, 4], [0, 0, 9, 12]])
+    with torch.no_grad():
+        whole = model.score({"history": history})
+        monkeypatch.setattr(models, "CACHE_BLOCK", 1)
+        monkeypatch.setattr(models, "SCORE_BLOCK", 1)
+        chunked = model.score({"history": history})
+    torch.testing.assert_close(chunked, whole, rtol=0, atol=1e-6)
+
+
+# ------------------------------------------------------------------ a toy add-on
+class LevelPrior(GenerativeAddon):
+    """Toy add-on: a learned bias per code of each level (a logit adjustment) and an L2 penalty on it."""
+
+    def __init__(self, weight: float = 0.5) -> None:
+        super().__init__()
+        self.weight = weight
+
+    def build(self, backbone: Any) -> None:
+        sizes = backbone.codebook_sizes
+        self.prior = torch.nn.ParameterList(torch.nn.Parameter(torch.zeros(c)) for c in sizes)
+
+    def adjust_logits(self, logits: Tensor, prefix: Tensor, level: int) -> Tensor:
+        assert prefix.shape == (*logits.shape[:-1], level)
+        return logits + self.prior[level]
+
+    def auxiliary_losses(self, backbone: Any, inputs: Tensor, targets: Tensor) -> list[AuxLoss]:
+        return [AuxLoss("prior_l2", self.weight, sum((p**2).sum() for p in self.prior))]
+
+
+@pytest.mark.parametrize("cls", [TIGER, SIDDecoder])
+def test_toy_addon_hooks_reach_loss_scores_and_beam(cls) -> None:
+    torch.manual_seed(0)
+    model = cls(n_items=40, addons=[TrieRec(), {"class_path": f"{__name__}.LevelPrior",
+                                                "init_args": {"weight": 0.25}}], **KW)
+    model._build(codes(), SIZES)
+    _perturb(model, seed=7)
+    model.eval()
+    train, score = batches()
+    prior = model.backbone.addons[1].prior
+    with torch.no_grad():
+        base = model.backbone.loss(train["input"], train["target"])
+        total = model.loss(train)
+        penalty = sum((p**2).sum() for p in prior)
+        torch.testing.assert_close(total, base + 0.25 * penalty)
+        scores = model.score(score)
+        torch.testing.assert_close(scores, model.score(score, cached=False), rtol=0, atol=1e-5)
+        # the adjustment moves the scores: with the prior zeroed they change
+        saved = [p.clone() for p in prior]
+        for p in prior:
+            p.zero_()
+        assert not torch.allclose(model.score(score), scores)
+        for p, s in zip(prior, saved):
+            p.copy_(s)
+        beam = model.generate(score["history"], k=5, beam=64)  # >= every inner level: exact
+    torch.testing.assert_close(beam.log_probs, scores.topk(5).values, rtol=0, atol=1e-5)
+    spec = {"class_path": f"{__name__}.LevelPrior", "init_args": {"weight": 0.25}}
+    assert model.hparams["addons"][1] == spec
