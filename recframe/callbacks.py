@@ -134,3 +134,17 @@ class BestCheckpoint(ModelCheckpoint):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore the best-so-far state even when the checkpoint directory changed."""
         super().load_state_dict({**state_dict, "dirpath": self.dirpath})
+
+
+# The head probe, one of the seams extensions use, lives in its own module; it is re-exported here.
+from recframe.heads import (  # noqa: E402, F401
+    AttentionSite,
+    HeadCapture,
+    HeadProjections,
+    attention_sites,
+    head_projections,
+    head_value_output_maps,
+    patch_heads,
+    read_heads,
+    scale_heads,
+)

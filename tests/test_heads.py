@@ -343,3 +343,10 @@ def test_a_head_hook_set_outside_the_probe_is_refused() -> None:
     with pytest.raises(RuntimeError, match="set outside recframe.heads"), read_heads(case.model):
         pass
     assert all(block.attn.head_hook is None for block in case.model.blocks[1:])  # the partial install undone
+
+
+def test_callbacks_reexports_the_probe() -> None:
+    import recframe.callbacks as callbacks
+    import recframe.heads as heads
+
+    assert all(getattr(callbacks, name) is getattr(heads, name) for name in heads.__all__)
