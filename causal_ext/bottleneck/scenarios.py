@@ -16,7 +16,8 @@ from scipy.linalg import block_diag
 
 from causal_ext.bottleneck.scm import SCBM, Node
 
-__all__ = ["Scenario", "iv_scenario", "backdoor_scenario", "mediation_scenario", "mechanism_scenario"]
+__all__ = ["Scenario", "iv_scenario", "backdoor_scenario", "nonlinear_backdoor_scenario",
+           "mediation_scenario", "mechanism_scenario"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,39 @@ def backdoor_scenario(d_c: int = 50, d_y: int = 5, rank: int = 2, d_t: int = 1, 
     ])
     return Scenario(scm, {"confounder": "C", "treatment": "T", "outcome": "Y"}, b_c,
                     scm.total_effect("T", "Y"))
+
+
+def nonlinear_backdoor_scenario(d_c: int = 20, d_y: int = 3, rank: int = 2, *, activation: str = "square",
+                                confounding: float = 1.0, treatment_noise: float = 1.0,
+                                outcome_noise: float = 1.0, seed: int = 0) -> Scenario:
+    """Backdoor design whose bottleneck is nonlinear in the confounder: ``b(C) = φ(B C)``.
+
+    ``S := φ(B C)`` is a latent node (``rank`` dimensions, no noise), ``T :=
+    confounding * a_t S + treatment_noise * N_T`` (one treatment) and ``Y := tau T +
+    confounding * A_y S + outcome_noise * N_Y``. ``C`` acts on ``T`` and ``Y`` only
+    through ``S``, so ``S`` (or any bijection of it) is a valid adjustment set, but
+    with ``φ = square`` (default) ``S`` is uncorrelated with every linear function of
+    ``C``: linear adjustment for ``C`` and a linear (reduced-rank) bottleneck both miss
+    it. ``effect`` is ``tau`` ``(d_y, 1)``; ``bottleneck`` is the inner map ``B``
+    ``(rank, d_c)``; the role ``"bottleneck"`` samples ``S`` itself (for checks only).
+    """
+    _check_dims(d_c=d_c, d_y=d_y, rank=rank)
+    if activation not in ("square", "tanh"):
+        raise ValueError(f"activation must be 'square' or 'tanh' (a nonlinear bottleneck); "
+                         f"got {activation!r}")
+    rng = np.random.default_rng(seed)
+    b_c = _gauss(rng, rank, d_c, d_c ** -0.5)
+    a_t = _gauss(rng, 1, rank, confounding)
+    tau = _gauss(rng, d_y, 1)
+    a_y = _gauss(rng, d_y, rank, confounding)
+    scm = SCBM([
+        Node("C", d_c),
+        Node("S", rank, ("C",), b_c, np.eye(rank), 0.0, activation, observed=False),
+        Node("T", 1, ("S",), np.eye(rank), a_t, treatment_noise),
+        Node("Y", d_y, ("T", "S"), np.eye(1 + rank), np.hstack([tau, a_y]), outcome_noise),
+    ])
+    return Scenario(scm, {"confounder": "C", "treatment": "T", "outcome": "Y", "bottleneck": "S"}, b_c,
+                    scm.direct_effect_matrix("Y", "T"))
 
 
 def mediation_scenario(d_m: int = 30, d_y: int = 5, rank: int = 2, d_t: int = 1, *,

@@ -12,9 +12,12 @@ This module simulates the linear-bottleneck family
 
 with bottleneck map ``b_j(x) = B_j x`` (``r_j x sum d_p``), loading ``A_j``
 (``d_j x r_j``), noise scale ``s_j`` and ``φ`` the identity (linear SCBM, effects
-known in closed form) or ``tanh`` applied elementwise (a nonlinear mechanism
-``m_j`` on a linear bottleneck). Nodes may be latent (``observed=False``) to
-model hidden confounding. Effects follow the regression convention used across
+known in closed form), ``tanh`` or ``square`` (``φ(u) = u^2``) applied elementwise (a
+nonlinear mechanism ``m_j`` on a linear bottleneck). A latent node with identity
+loading and zero noise, ``S := φ(B X_pa)``, is a *nonlinear bottleneck* ``b(x) = φ(B x)``
+that other nodes can read linearly (see
+:func:`~causal_ext.bottleneck.scenarios.nonlinear_backdoor_scenario`). Nodes may be
+latent (``observed=False``) to model hidden confounding. Effects follow the regression convention used across
 this package: an effect of ``X_s`` on ``X_t`` is a ``(d_t, d_s)`` matrix ``E`` with
 ``E[X_t | do(X_s = x)] - E[X_t | do(X_s = x')] = E (x - x')``.
 """
@@ -28,7 +31,7 @@ import numpy as np
 
 __all__ = ["Node", "SCBM"]
 
-_ACTIVATIONS = {"linear": lambda b: b, "tanh": np.tanh}
+_ACTIVATIONS = {"linear": lambda b: b, "tanh": np.tanh, "square": np.square}
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,7 +45,7 @@ class Node:
         bottleneck: ``B_j`` of shape ``(r_j, sum of parent dims)``; ``None`` for a root.
         loading: ``A_j`` of shape ``(dim, r_j)``; ``None`` for a root.
         noise_scale: ``s_j``, the standard deviation of each noise coordinate.
-        activation: ``"linear"`` or ``"tanh"`` (``φ`` applied to the bottleneck).
+        activation: ``"linear"``, ``"tanh"`` or ``"square"`` (``φ`` applied to the bottleneck).
         observed: ``False`` marks a latent node (e.g. a hidden confounder).
     """
 
