@@ -13,6 +13,10 @@ Evaluation protocol (set by ``split``):
   conventional metrics count only liked items as relevant
   (``relevance="liked"``) and the signed metrics are reported too.
 
+``metric_families`` adds metric families (e.g. calibration) to every evaluation
+on this data, next to the standard and signed ones (see
+:mod:`recframe.metrics.families`).
+
 At validation the model sees the training history and ranks all items except
 the training items; at test it sees training + validation and those are masked.
 """
@@ -43,6 +47,7 @@ from recframe.data.batches import (
 )
 from recframe.data.interactions import DataError, Histories, Interactions
 from recframe.data.splits import Split, chronological_ratio, leave_one_out
+from recframe.metrics.families import MetricFamily
 
 
 class ShardSampler(DistributedSampler):
@@ -211,6 +216,9 @@ class RecDataModule(L.LightningDataModule):
         eval_batch_size: users per evaluation chunk (metrics do not depend on it).
         eval_ks: cut-offs for every metric.
         signed_lambda: penalty weight of a disliked hit in signed metrics.
+        metric_families: extra metric families the evaluator streams for every
+            model on this data (in YAML a list of ``{class_path, init_args}``);
+            the standard and signed metrics are always there.
         num_workers: DataLoader workers (0 keeps runs bit-reproducible on CPU).
     """
 
@@ -232,10 +240,12 @@ class RecDataModule(L.LightningDataModule):
         eval_batch_size: int = 1024,
         eval_ks: list[int] | None = None,
         signed_lambda: float = 1.0,
+        metric_families: list[MetricFamily] | None = None,
         num_workers: int = 0,
     ) -> None:
         super().__init__()
-        self.save_hyperparameters()
+        # families are objects: the checkpoint keeps the resolved config instead (weights_only loading)
+        self.save_hyperparameters(ignore=["metric_families"])
         self.dataset = dataset
         self.root = root
         self.columns = columns
@@ -253,6 +263,7 @@ class RecDataModule(L.LightningDataModule):
         self.eval_batch_size = eval_batch_size
         self.eval_ks = list(eval_ks or [10, 20])
         self.signed_lambda = signed_lambda
+        self.metric_families = list(metric_families or [])
         self.num_workers = num_workers
         self._split: Split | None = None
 
@@ -305,7 +316,7 @@ class RecDataModule(L.LightningDataModule):
         """Evaluator settings implied by the split (see module docstring)."""
         signed = self.split_name == "ratio"
         return {"ks": self.eval_ks, "signed": signed, "signed_lambda": self.signed_lambda,
-                "relevance": "liked" if signed else "all"}
+                "relevance": "liked" if signed else "all", "families": list(self.metric_families)}
 
     def eval_set(self, stage: Literal["valid", "test"]) -> EvalSet:
         """Targets, inputs and masks for validation or test."""

@@ -1,9 +1,17 @@
-"""Full-ranking evaluation: pessimistic ranks, standard and signed metrics, and a streaming evaluator.
+"""Full-ranking evaluation: pessimistic ranks, metric families (standard, signed, coverage, ...) and a
+streaming evaluator.
 
 See :mod:`recframe.metrics.ranking` for the ranking conventions (padding, masking, ties).
 """
 
-from recframe.metrics.evaluator import VALID_METRICS, FullRankingEvaluator, evaluate
+from recframe.metrics.evaluator import SHORTHAND_METRICS, FullRankingEvaluator, evaluate
+from recframe.metrics.families import (
+    EvalChunk,
+    ItemCoverageFamily,
+    MetricFamily,
+    SignedFamily,
+    StandardFamily,
+)
 from recframe.metrics.ranking import (
     STANDARD_METRICS,
     NonFiniteScoresError,
@@ -16,11 +24,16 @@ from recframe.metrics.ranking import (
 from recframe.metrics.signed import SIGNED_METRICS, signed_metrics, signed_user_masks
 
 __all__ = [
+    "EvalChunk",
     "FullRankingEvaluator",
+    "ItemCoverageFamily",
+    "MetricFamily",
     "NonFiniteScoresError",
+    "SHORTHAND_METRICS",
     "SIGNED_METRICS",
     "STANDARD_METRICS",
-    "VALID_METRICS",
+    "SignedFamily",
+    "StandardFamily",
     "check_finite_scores",
     "eligible_mask",
     "evaluate",

@@ -1,4 +1,5 @@
-"""Compiled CPU kernel for the evaluator's hot loop: per row, how many scores are ``>=`` each target score.
+"""Compiled CPU kernel for the evaluator's hot loop: per row, how many scores are ``>=`` each target score
+(``>`` for the targets flagged strict: held-out disliked items, which rank before the items they tie with).
 
 torch needs two passes per target (a comparison written to a buffer, then a sum), each over the whole row;
 this kernel makes one fused pass per target over a row that stays in cache, with no buffer, and sums the row
@@ -36,7 +37,7 @@ if numba is not None:
     # "reassoc" lets the row sum vectorise; no flag that assumes finite values is set, so NaN and inf
     # still propagate into the sum and compare as IEEE says (NaN >= x is False, as in torch).
     @numba.njit(nogil=True, cache=True, fastmath={"reassoc"})
-    def _count_rows(scores, thresholds, counts, row_sums):  # pragma: no cover - compiled
+    def _count_rows(scores, thresholds, strict, counts, row_sums):  # pragma: no cover - compiled
         n_rows, n_cols = scores.shape
         n_targets = thresholds.shape[1]
         for r in range(n_rows):
@@ -48,8 +49,12 @@ if numba is not None:
             for i in range(n_targets):
                 threshold = thresholds[r, i]
                 count = 0
-                for j in range(n_cols):
-                    count += row[j] >= threshold
+                if strict[r, i]:
+                    for j in range(n_cols):
+                        count += row[j] > threshold
+                else:
+                    for j in range(n_cols):
+                        count += row[j] >= threshold
                 counts[r, i] = count
 
 
@@ -59,24 +64,31 @@ def available(scores: Tensor) -> bool:
             and scores.device.type == "cpu" and scores.dtype in SUPPORTED_DTYPES)
 
 
-def count_greater_equal(scores: Tensor, thresholds: Tensor) -> tuple[Tensor, Tensor]:
-    """``(counts, row_sums)``: ``counts[r, i] = #{j : scores[r, j] >= thresholds[r, i]}`` over every column
-    (int64 ``[B, T]``) and ``row_sums[r]`` the sum of ``scores[r, 1:]`` in the scores' dtype (non-finite
+def count_greater_equal(
+    scores: Tensor, thresholds: Tensor, strict: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """``(counts, row_sums)``: ``counts[r, i] = #{j : scores[r, j] >= thresholds[r, i]}`` over every column,
+    or ``#{j : scores[r, j] > thresholds[r, i]}`` where ``strict[r, i]`` (optional ``[B, T]`` bool) is True
+    (int64 ``[B, T]``), and ``row_sums[r]`` the sum of ``scores[r, 1:]`` in the scores' dtype (non-finite
     whenever the row holds NaN or +/-inf, or, rarely, when a huge finite sum overflows).
 
     Requires :func:`available`. ``thresholds`` is cast to the scores' dtype.
     """
     data = scores.detach().contiguous().numpy()
     limits = thresholds.detach().to(scores.dtype).contiguous().numpy()
+    if strict is None:
+        flags = np.zeros(limits.shape, dtype=np.bool_)
+    else:
+        flags = strict.detach().to(device="cpu", dtype=torch.bool).contiguous().numpy()
     n_rows = data.shape[0]
     counts = np.zeros((n_rows, limits.shape[1]), dtype=np.int64)
     row_sums = np.zeros(n_rows, dtype=data.dtype)
     n_threads = max(1, min(torch.get_num_threads(), data.size // _MIN_ELEMENTS_PER_THREAD, n_rows))
     if n_threads == 1:
-        _count_rows(data, limits, counts, row_sums)
+        _count_rows(data, limits, flags, counts, row_sums)
     else:
         bounds = np.linspace(0, n_rows, n_threads + 1).astype(int)
         parts = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
         with ThreadPoolExecutor(n_threads) as pool:
-            list(pool.map(lambda s: _count_rows(data[s], limits[s], counts[s], row_sums[s]), parts))
+            list(pool.map(lambda s: _count_rows(data[s], limits[s], flags[s], counts[s], row_sums[s]), parts))
     return torch.from_numpy(counts), torch.from_numpy(row_sums)

@@ -1,11 +1,13 @@
 """Streaming full-ranking evaluator: feed score chunks with :meth:`FullRankingEvaluator.update`, read
 averages with :meth:`FullRankingEvaluator.compute`.
 
-Only one ``[B, n_items + 1]`` chunk of scores exists at a time; the evaluator keeps float64 running sums per
-(metric, K), float64 user counts per metric and, for item coverage, int64 per-item counts of top-K
-appearances. All of them are plain sums, so results do not depend on the chunk size (up to float64
-summation order, ~1e-15) and the state can be all-reduced with ``sum`` across processes
-(:meth:`~FullRankingEvaluator.state_tensors` / :meth:`~FullRankingEvaluator.load_state_tensors`).
+Metrics come in families (:mod:`recframe.metrics.families`): the evaluator computes the pessimistic ranks
+of each chunk once per tie rule its families need, hands every family the same :class:`EvalChunk`, and
+keeps their running state. Only one ``[B, n_items + 1]`` chunk of scores exists at a time; the built-in
+families keep float64 running sums per (metric, K), float64 user counts per metric and, for item coverage,
+int64 per-item counts of top-K appearances. All of them are plain sums, so results do not depend on the
+chunk size (up to float64 summation order, ~1e-15) and the state can be all-reduced with ``sum`` across
+processes (:meth:`~FullRankingEvaluator.state_tensors` / :meth:`~FullRankingEvaluator.load_state_tensors`).
 
 Ranking rules (masking, pessimistic ties, padding, duplicate targets) are those of
 :mod:`recframe.metrics.ranking`; signed metrics are defined in :mod:`recframe.metrics.signed`.
@@ -19,32 +21,42 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from recframe.metrics.ranking import (
-    STANDARD_METRICS,
-    masked_topk,
-    standard_metrics,
-    target_ranks,
+from recframe.metrics.families import (
+    RELEVANCE_MODES,
+    EvalChunk,
+    ItemCoverageFamily,
+    MetricFamily,
+    SignedFamily,
+    StandardFamily,
+    check_family,
 )
-from recframe.metrics.signed import SIGNED_METRICS, signed_metrics, signed_user_masks
+from recframe.metrics.ranking import STANDARD_METRICS, check_finite_scores, dedup_targets, target_ranks
 
-VALID_METRICS: tuple[str, ...] = (*STANDARD_METRICS, "item_coverage")
-RELEVANCE_MODES: tuple[str, ...] = ("all", "liked")
+#: names accepted by the ``metrics=`` shorthand (other metrics come from ``families=``)
+SHORTHAND_METRICS: tuple[str, ...] = (*STANDARD_METRICS, "item_coverage")
+__all__ = ["RELEVANCE_MODES", "SHORTHAND_METRICS", "FullRankingEvaluator", "evaluate"]
 
 
 class FullRankingEvaluator:
-    """Accumulates full-ranking metrics at several cut-offs over streamed chunks of users.
+    """Accumulates full-ranking metrics of several families over streamed chunks of users.
 
-    Reported keys are ``"{metric}@{K}"`` for every requested metric and ``K`` in ``ks`` and, when
-    ``signed=True``, also ``signed_recall@K``, ``signed_hr@K`` and ``signed_ndcg@K``.
+    Reported keys are ``"{metric}@{K}"`` for every metric of every family and ``K`` in ``ks`` (``"{metric}"``
+    for a family with ``per_k = False``). The families are, in order:
 
-    * ``relevance="all"``: every held-out item is relevant (leave-one-out, implicit feedback);
-      ``relevance="liked"``: only held-out items labelled +1 are relevant, disliked/unknown ones have
-      utility 0.
-    * Standard metrics average over users with at least one relevant held-out item; signed metrics follow the
-      user rules of :mod:`recframe.metrics.signed`. An average over zero users is reported as ``nan``.
-    * ``item_coverage@K = |union over users of top-K eligible items| / n_items``, over every row that has at
-      least one held-out item; the top-K comes from :func:`torch.topk` (via
-      :func:`~recframe.metrics.ranking.masked_topk`), so ties inside it follow topk's order.
+    * the shorthand ``metrics=``: the standard metrics named there as one
+      :class:`~recframe.metrics.families.StandardFamily` with ``relevance`` (``"all"``: every held-out item
+      is relevant; ``"liked"``: only items labelled +1, disliked/unknown ones have utility 0; users with no
+      relevant item are left out) and, if ``"item_coverage"`` is named, an
+      :class:`~recframe.metrics.families.ItemCoverageFamily`
+      (``item_coverage@K = |union over users of top-K eligible items| / n_items``);
+    * with ``signed=True``, a :class:`~recframe.metrics.families.SignedFamily` (``signed_recall@K``,
+      ``signed_hr@K``, ``signed_ndcg@K``, penalty ``signed_lambda``);
+    * every family in ``families`` (any :class:`~recframe.metrics.families.MetricFamily`).
+
+    Metric names must be unique across families. An average over zero users is reported as ``nan``.
+    Ranks are computed once per chunk for each tie rule the families declare: the standard family under
+    ``relevance="all"`` puts tied disliked held-out items last, the signed family puts them first (the
+    worst case of each), so ``relevance="all"`` together with ``signed=True`` costs two rank passes.
 
     Formulas are in :func:`recframe.metrics.ranking.standard_metrics` (``map`` uses ranx's denominator
     ``|R|``) and :func:`recframe.metrics.signed.signed_metrics`.
@@ -58,16 +70,16 @@ class FullRankingEvaluator:
         signed: bool = False,
         signed_lambda: float = 1.0,
         relevance: str = "all",
+        families: Sequence[MetricFamily] = (),
     ) -> None:
         if isinstance(metrics, str):
             metrics = (metrics,)
         if isinstance(ks, int):
             ks = (ks,)
-        unknown = [m for m in metrics if m not in VALID_METRICS]
+        unknown = [m for m in metrics if m not in SHORTHAND_METRICS]
         if unknown:
-            raise ValueError(f"unknown metric name(s) {unknown}; valid names: {list(VALID_METRICS)}")
-        if not metrics and not signed:
-            raise ValueError(f"nothing to compute: pass metrics from {list(VALID_METRICS)} or signed=True")
+            raise ValueError(f"unknown metric name(s) {unknown}; valid names for metrics=: "
+                             f"{list(SHORTHAND_METRICS)} (other metrics come from families=)")
         if relevance not in RELEVANCE_MODES:
             raise ValueError(f"relevance must be one of {list(RELEVANCE_MODES)}, got {relevance!r}")
         if not ks or any(isinstance(k, bool) or int(k) != k or k < 1 for k in ks):
@@ -82,22 +94,52 @@ class FullRankingEvaluator:
         self.signed = bool(signed)
         self.signed_lambda = float(signed_lambda)
         self.relevance = relevance
-        self._per_user = tuple(m for m in self.metrics if m in STANDARD_METRICS)
-        self._averaged = self._per_user + (SIGNED_METRICS if self.signed else ())
+
+        built: list[MetricFamily] = []
+        standard = [m for m in self.metrics if m in STANDARD_METRICS]
+        if standard:
+            built.append(StandardFamily(standard, relevance))
+        if "item_coverage" in self.metrics:
+            built.append(ItemCoverageFamily())
+        if self.signed:
+            built.append(SignedFamily(signed_lambda))
+        if isinstance(families, MetricFamily):
+            families = (families,)
+        built.extend(check_family(f) for f in families)
+        if not built:
+            raise ValueError(f"nothing to compute: pass metrics from {list(SHORTHAND_METRICS)}, signed=True "
+                             "or families=[...]")
+        names = [name for family in built for name in family.names]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"metric name(s) {repeated} are reported by more than one family; rename them "
+                             "in one family (families: " + ", ".join(map(repr, built)) + ")")
+        self.families: tuple[MetricFamily, ...] = tuple(built)
+        rules = {f.disliked_ties for f in self.families if "ranks" in f.needs}
+        if None in rules:  # a family that reads ranks but accepts either rule takes one already computed
+            rules.discard(None)
+            rules = rules or {"first"}
+        self._rank_rules: tuple[str, ...] = tuple(sorted(rules))
         self.reset()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The metric names of every family, in report order (the valid metric names of this evaluator)."""
+        return tuple(name for family in self.families for name in family.names)
 
     # ------------------------------------------------------------------ state
     def reset(self, device: torch.device | str | None = None) -> None:
-        """Zero all running sums, counts and coverage counts (optionally placing them on ``device``)."""
+        """Zero every family's running state (optionally placing it on ``device``)."""
         device = torch.device(device) if device is not None else torch.device("cpu")
         self._device = device
-        n_k = len(self.ks)
         self._state: dict[str, Tensor] = {}
-        for name in self._averaged:
-            self._state[f"sum/{name}"] = torch.zeros(n_k, dtype=torch.float64, device=device)
-            self._state[f"count/{name}"] = torch.zeros((), dtype=torch.float64, device=device)
-        if "item_coverage" in self.metrics:
-            self._state["coverage"] = torch.zeros(n_k, self.n_items + 1, dtype=torch.long, device=device)
+        for family in self.families:
+            part = family.init_state(len(self.ks), self.n_items, device)
+            clash = set(part) & set(self._state)
+            if clash:
+                raise ValueError(f"metric family {type(family).__name__} reuses state key(s) {sorted(clash)} "
+                                 "of another family; give its state keys a unique prefix")
+            self._state.update(part)
 
     @property
     def device(self) -> torch.device:
@@ -107,9 +149,10 @@ class FullRankingEvaluator:
     def state_tensors(self) -> dict[str, Tensor]:
         """Copies of the running state for a distributed ``all_reduce(sum)``.
 
-        Keys: ``sum/{metric}`` (float64 ``[len(ks)]``), ``count/{metric}`` (float64 scalar) and, with
-        ``item_coverage``, ``coverage`` (int64 ``[len(ks), n_items + 1]``: how many users had each item in
-        their top-K). Reduce every tensor with ``sum`` and pass the dict to :meth:`load_state_tensors`.
+        Keys of the built-in families: ``sum/{metric}`` (float64 ``[len(ks)]``), ``count/{metric}``
+        (float64 scalar) and, with ``item_coverage``, ``coverage`` (int64 ``[len(ks), n_items + 1]``: how
+        many users had each item in their top-K). Reduce every tensor with ``sum`` and pass the dict to
+        :meth:`load_state_tensors`.
         """
         return {key: value.clone() for key, value in self._state.items()}
 
@@ -146,33 +189,16 @@ class FullRankingEvaluator:
         if scores.device != self.device:
             self._state = {key: value.to(scores.device) for key, value in self._state.items()}
             self._device = scores.device
-        ranks, valid = target_ranks(scores, targets, labels, seen, model_name=model_name)
-        ks = self.ks
-
-        if self._per_user:
-            relevant = valid if self.relevance == "all" else valid & (labels == 1)
-            user_ok = relevant.any(dim=1)
-            values = standard_metrics(ranks, relevant, ks, self._per_user)
-            self._accumulate(values, dict.fromkeys(values, user_ok))
-        if self.signed:
-            values = signed_metrics(ranks, labels, valid, ks, self.signed_lambda)
-            self._accumulate(values, signed_user_masks(labels, valid))
-        if "item_coverage" in self.metrics:
-            self._update_coverage(scores, targets, seen, valid.any(dim=1))
-
-    def _accumulate(self, values: dict[str, Tensor], user_masks: dict[str, Tensor]) -> None:
-        for name, per_user in values.items():
-            mask = user_masks[name]
-            self._state[f"sum/{name}"] += torch.where(mask[:, None], per_user, 0.0).sum(dim=0)
-            self._state[f"count/{name}"] += mask.sum(dtype=torch.float64)
-
-    def _update_coverage(self, scores: Tensor, targets: Tensor, seen: Tensor | None, rows: Tensor) -> None:
-        items, ok = masked_topk(scores, targets, seen, max(self.ks))
-        ok &= rows[:, None]
-        coverage = self._state["coverage"]
-        for i, k in enumerate(self.ks):
-            kept = ok[:, :k]
-            coverage[i].scatter_add_(0, items[:, :k].reshape(-1), kept.reshape(-1).to(torch.long))
+        rank_tables = {
+            rule: target_ranks(scores, targets, labels, seen, model_name=model_name, disliked_ties=rule)[0]
+            for rule in self._rank_rules
+        }
+        if not rank_tables:  # the rank pass runs the finite check; without it, run it here
+            check_finite_scores(scores, model_name)
+        valid, _ = dedup_targets(targets)
+        chunk = EvalChunk(scores, targets, labels, seen, valid, self.ks, self.n_items, rank_tables)
+        for family in self.families:
+            family.update_state(chunk, self._state)
 
     def _check_inputs(
         self, scores: Tensor, targets: Tensor, labels: Tensor, seen: Tensor | None
@@ -210,29 +236,17 @@ class FullRankingEvaluator:
     # ---------------------------------------------------------------- compute
     def user_counts(self) -> dict[str, int]:
         """Number of users averaged so far for each averaged metric."""
-        return {name: int(self._state[f"count/{name}"]) for name in self._averaged}
-
-    def compute(self) -> dict[str, float]:
-        """Averages ``{"{metric}@{K}": value}``; ``nan`` for a metric averaged over zero users."""
-        out: dict[str, float] = {}
-        state = {key: value.cpu() for key, value in self._state.items()}
-        for name in self.metrics:
-            if name == "item_coverage":
-                covered = (state["coverage"][:, 1:] > 0).sum(dim=1)
-                for i, k in enumerate(self.ks):
-                    out[f"item_coverage@{k}"] = float(covered[i]) / self.n_items
-                continue
-            self._report(name, state, out)
-        if self.signed:
-            for name in SIGNED_METRICS:
-                self._report(name, state, out)
+        out: dict[str, int] = {}
+        for family in self.families:
+            out.update(family.user_counts(self._state))
         return out
 
-    def _report(self, name: str, state: dict[str, Tensor], out: dict[str, float]) -> None:
-        count = float(state[f"count/{name}"])
-        sums = state[f"sum/{name}"].tolist()
-        for k, total in zip(self.ks, sums):
-            out[f"{name}@{k}"] = total / count if count > 0 else float("nan")
+    def compute(self) -> dict[str, float]:
+        """Averages ``{"{metric}@{K}": value}`` of every family; ``nan`` for an average over zero users."""
+        out: dict[str, float] = {}
+        for family in self.families:
+            out.update(family.compute(self._state, self.ks))
+        return out
 
 
 def evaluate(

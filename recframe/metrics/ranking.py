@@ -14,13 +14,18 @@ Conventions (shared by the whole :mod:`recframe.metrics` package)
 
 Eligible items of a row are the columns ``1..n_items`` that are not masked. The 0-based rank ``r_t`` of a
 held-out item ``t`` is the number of eligible items ranked before it, where ties are broken
-*pessimistically*:
+*pessimistically*, the worst case for every metric at once. Among items with equal scores the order is
+(``disliked_ties="first"``, the default):
 
-1. every eligible non-held-out item whose score is ``>= s_t`` ranks before ``t``;
-2. among held-out items with equal scores, disliked (-1) rank before unknown (0) before liked (+1), and the
-   remaining ties by item id ascending.
+1. held-out disliked items (label -1), so a tie can only push a disliked item *up* (bad for signed metrics);
+2. eligible non-held-out (unobserved) items;
+3. held-out items with unknown label (0);
+4. held-out liked items (+1), so a tie can only push a liked item *down*;
 
-Hence the ranks of the held-out items of a row are distinct.
+and, inside one group of held-out items, by item id ascending. With ``disliked_ties="last"`` group 1 moves
+after group 2 (every held-out item ranks after every unobserved item with its score): the worst case when
+disliked held-out items are *relevant*, as for the standard metrics under ``relevance="all"``. Hence the
+ranks of the held-out items of a row are distinct.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ STANDARD_METRICS: tuple[str, ...] = ("recall", "hr", "ndcg", "mrr", "precision",
 
 
 RANK_STRATEGIES: tuple[str, ...] = ("auto", "sort", "compare")
+DISLIKED_TIES: tuple[str, ...] = ("first", "last")
+"""Where held-out disliked items go among equal scores (see the module docstring)."""
 # "auto": up to this many targets per row, streaming comparisons beat one full sort per row (measured on CPU:
 # 2-7x faster at 64 targets for 1.7k and 20k items; the sort wins from ~128 targets on 1.7k items).
 _COMPARE_MAX_TARGETS = 64
@@ -107,11 +114,14 @@ def target_ranks(
     seen: Tensor | None = None,
     model_name: str = "model",
     strategy: str = "auto",
+    disliked_ties: str = "first",
 ) -> tuple[Tensor, Tensor]:
     """Pessimistic 0-based ranks of the held-out items among the eligible items of each row.
 
     ``r_t = #{eligible non-held-out j : s_j >= s_t} + #{held-out u ordered before t}``, where held-out items
-    are ordered by (score desc, label asc, item id asc); see the module docstring for the rules.
+    are ordered by (score desc, label asc, item id asc); with ``disliked_ties="first"`` (default) a held-out
+    disliked ``t`` counts only ``s_j > s_t``, so it ranks before the unobserved items it ties with. See the
+    module docstring for the rules.
 
     Counting the non-held-out items scoring ``>= s_t`` uses ``strategy``: ``"sort"`` sorts each masked row
     once and calls ``torch.searchsorted`` (``O(n log n)`` per row), ``"compare"`` compares every column with
@@ -126,6 +136,8 @@ def target_ranks(
     """
     if strategy not in RANK_STRATEGIES:
         raise ValueError(f"strategy must be one of {list(RANK_STRATEGIES)}, got {strategy!r}")
+    if disliked_ties not in DISLIKED_TIES:
+        raise ValueError(f"disliked_ties must be one of {list(DISLIKED_TIES)}, got {disliked_ties!r}")
     n_cols = scores.shape[1]
     if strategy == "auto":
         strategy = "compare" if targets.shape[1] <= _COMPARE_MAX_TARGETS and n_cols < 2**24 else "sort"
@@ -133,6 +145,8 @@ def target_ranks(
         check_finite_scores(scores, model_name)
     valid, perm = dedup_targets(targets)
     target_scores = scores.gather(1, targets).masked_fill(~valid, float("-inf"))
+    # strict[b, t]: count only the unobserved items scoring strictly above t (a disliked t goes first)
+    strict = valid & (labels == -1) if disliked_ties == "first" else None
 
     # Order the held-out items by (score desc, label asc, id asc) with stable sorts on the minor keys first.
     _, p_label = torch.sort(labels.gather(1, perm), dim=1, stable=True)
@@ -143,13 +157,17 @@ def target_ranks(
     position = torch.empty_like(perm).scatter_(1, perm, arange)
 
     if strategy == "compare":
-        n_greater_equal = _count_all_greater_equal(scores, target_scores, model_name)
-        n_greater_equal -= _count_excluded_greater_equal(scores, target_scores, targets, seen)
+        n_greater_equal = _count_all_greater_equal(scores, target_scores, model_name, strict)
+        n_greater_equal -= _count_excluded_greater_equal(scores, target_scores, targets, seen, strict)
     else:
         others = eligible_mask(n_cols, targets, seen)
         others.scatter_(1, targets, False)
         sorted_scores = torch.sort(scores.masked_fill(~others, float("-inf")), dim=1).values
-        n_greater_equal = n_cols - torch.searchsorted(sorted_scores, target_scores.contiguous(), side="left")
+        target_scores = target_scores.contiguous()
+        n_greater_equal = n_cols - torch.searchsorted(sorted_scores, target_scores, side="left")
+        if strict is not None and bool(strict.any()):
+            n_greater = n_cols - torch.searchsorted(sorted_scores, target_scores, side="right")
+            n_greater_equal = torch.where(strict, n_greater, n_greater_equal)
 
     ranks = (n_greater_equal + position).masked_fill(~valid, n_cols)
     return ranks, valid
@@ -162,8 +180,11 @@ def _block_rows(scores: Tensor) -> int:
     return max(1, _CPU_BLOCK_ELEMENTS * torch.get_num_threads() // max(1, scores.shape[1]))
 
 
-def _count_all_greater_equal(scores: Tensor, target_scores: Tensor, model_name: str) -> Tensor:
-    """``[B, T]`` int64 counts of the columns of ``scores`` (all of them) that are ``>=`` each target score.
+def _count_all_greater_equal(
+    scores: Tensor, target_scores: Tensor, model_name: str, strict: Tensor | None = None
+) -> Tensor:
+    """``[B, T]`` int64 counts of the columns of ``scores`` (all of them) that are ``>=`` each target score,
+    or ``>`` it where ``strict`` (``[B, T]`` bool, optional) is True.
 
     On CPU with float32/float64 scores this is the compiled kernel of :mod:`recframe.metrics.cpu_kernels`
     (one fused pass per target, rows split over torch's thread count); otherwise the torch path below.
@@ -171,10 +192,11 @@ def _count_all_greater_equal(scores: Tensor, target_scores: Tensor, model_name: 
     ``2**24`` columns; float64 is used above). Reusing one buffer per cache-sized block of rows avoids
     allocating (and page-faulting) a fresh ``[B, n_items + 1]`` tensor per comparison, which dominated the
     cost. The same pass sums each block to run the finite check of :func:`check_finite_scores` without a
-    second read of ``scores``.
+    second read of ``scores``. Strict targets of a column cost one more pass (``==``, subtracted) on the
+    torch path only.
     """
     if cpu_kernels.available(scores):
-        counts, row_sums = cpu_kernels.count_greater_equal(scores, target_scores)
+        counts, row_sums = cpu_kernels.count_greater_equal(scores, target_scores, strict)
         if not bool(torch.isfinite(row_sums).all()):
             check_finite_scores(scores, model_name)
         return counts
@@ -190,8 +212,13 @@ def _count_all_greater_equal(scores: Tensor, target_scores: Tensor, model_name: 
         ones = buffer[: block.shape[0]]
         block_sums.append(block[:, 1:].sum(dtype=torch.float32))
         for i in range(n_targets):
-            torch.ge(block, target_scores[start : start + rows, i : i + 1], out=ones)
+            threshold = target_scores[start : start + rows, i : i + 1]
+            torch.ge(block, threshold, out=ones)
             counts[start : start + rows, i] = ones.sum(dim=1)
+            if strict is not None and bool(strict[start : start + rows, i].any()):
+                torch.eq(block, threshold, out=ones)
+                equal = ones.sum(dim=1)
+                counts[start : start + rows, i] -= torch.where(strict[start : start + rows, i], equal, 0)
     # A finite float32 block sum proves the block finite; otherwise the exact check decides (and raises).
     if block_sums and not bool(torch.isfinite(torch.stack(block_sums)).all()):
         check_finite_scores(scores, model_name)
@@ -199,11 +226,11 @@ def _count_all_greater_equal(scores: Tensor, target_scores: Tensor, model_name: 
 
 
 def _count_excluded_greater_equal(
-    scores: Tensor, target_scores: Tensor, targets: Tensor, seen: Tensor | None
+    scores: Tensor, target_scores: Tensor, targets: Tensor, seen: Tensor | None, strict: Tensor | None = None
 ) -> Tensor:
     """``[B, T]`` counts of the distinct excluded columns (padding 0, seen and held-out items) ``>=`` each
-    target score; subtracted from :func:`_count_all_greater_equal` this leaves the eligible non-held-out
-    items."""
+    target score (``>`` where ``strict``); subtracted from :func:`_count_all_greater_equal` this leaves the
+    eligible non-held-out items."""
     parts = [targets.new_zeros(targets.shape[0], 1), targets]
     if seen is not None and seen.numel() > 0:
         parts.append(seen.to(targets.dtype))
@@ -211,7 +238,10 @@ def _count_excluded_greater_equal(
     first = torch.ones_like(excluded, dtype=torch.bool)
     first[:, 1:] = excluded[:, 1:] != excluded[:, :-1]
     excluded_scores = scores.gather(1, excluded)
-    hits = (excluded_scores[:, None, :] >= target_scores[:, :, None]) & first[:, None, :]
+    hits = excluded_scores[:, None, :] >= target_scores[:, :, None]
+    if strict is not None:
+        hits &= (excluded_scores[:, None, :] > target_scores[:, :, None]) | ~strict[:, :, None]
+    hits &= first[:, None, :]
     return hits.sum(dim=2)
 
 

@@ -93,9 +93,11 @@ class RecModel(L.LightningModule, ABC):
         if stage == "fit":
             self.bind_data(dm.split.train)
         proto = dm.protocol
+        # standard (+ signed) metrics from the protocol, then the data's extra metric families
         self.evaluator = FullRankingEvaluator(
             n_items=self.n_items, ks=proto["ks"], signed=proto["signed"],
-            signed_lambda=proto["signed_lambda"], relevance=proto["relevance"])
+            signed_lambda=proto["signed_lambda"], relevance=proto["relevance"],
+            families=proto.get("families", ()))
 
     def configure_optimizers(self) -> torch.optim.Optimizer | None:
         params = [p for p in self.parameters() if p.requires_grad]

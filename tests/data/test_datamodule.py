@@ -41,4 +41,5 @@ def test_a_csv_with_a_column_map_is_a_dataset(tmp_path: Path) -> None:
                                                   "timestamp": "timestamp"}, split="ratio")
     atomic = RecDataModule(dataset=str(d), split="ratio")
     assert dm.split.train.fingerprint == atomic.split.train.fingerprint
-    assert dm.protocol == {"ks": [10, 20], "signed": True, "signed_lambda": 1.0, "relevance": "liked"}
+    assert dm.protocol == {"ks": [10, 20], "signed": True, "signed_lambda": 1.0, "relevance": "liked",
+                           "families": []}

@@ -17,8 +17,13 @@ def test_numba_is_installed_so_the_kernel_runs() -> None:
     assert cpu_kernels.numba is not None
 
 
-def _brute_force(scores: torch.Tensor, thresholds: torch.Tensor) -> torch.Tensor:
-    return (scores[:, :, None] >= thresholds[:, None, :]).sum(dim=1)
+def _brute_force(scores: torch.Tensor, thresholds: torch.Tensor, strict: torch.Tensor | None = None
+                 ) -> torch.Tensor:
+    greater_equal = scores[:, :, None] >= thresholds[:, None, :]
+    if strict is not None:
+        greater = scores[:, :, None] > thresholds[:, None, :]
+        greater_equal = torch.where(strict[:, None, :], greater, greater_equal)
+    return greater_equal.sum(dim=1)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -31,6 +36,9 @@ def test_counts_equal_brute_force_with_ties(dtype: torch.dtype, n_targets: int) 
     counts, sums = cpu_kernels.count_greater_equal(scores, thresholds)
     assert counts.tolist() == _brute_force(scores, thresholds).tolist()
     assert torch.allclose(sums, scores[:, 1:].sum(dim=1))
+    strict = torch.rand(thresholds.shape, generator=g) < 0.5  # held-out disliked targets count only ">"
+    counts, _ = cpu_kernels.count_greater_equal(scores, thresholds, strict)
+    assert counts.tolist() == _brute_force(scores, thresholds, strict).tolist()
 
 
 def test_rows_split_over_threads_give_the_same_counts() -> None:
@@ -59,11 +67,13 @@ def test_concurrent_calls_from_python_threads() -> None:
 
 def test_ranks_are_identical_with_the_kernel_and_with_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     scores, targets, labels, seen = random_case(seed=2, rows=50, cols=300, n_targets=5, n_seen=7, levels=6)
-    with_kernel, _ = target_ranks(scores, targets, labels, seen, strategy="compare")
-    monkeypatch.setenv("RECFRAME_NUMBA", "0")
-    assert not cpu_kernels.available(scores)
-    with_torch, _ = target_ranks(scores, targets, labels, seen, strategy="compare")
-    assert with_kernel.tolist() == with_torch.tolist()
+    for rule in ("first", "last"):
+        monkeypatch.delenv("RECFRAME_NUMBA", raising=False)
+        with_kernel, _ = target_ranks(scores, targets, labels, seen, strategy="compare", disliked_ties=rule)
+        monkeypatch.setenv("RECFRAME_NUMBA", "0")
+        assert not cpu_kernels.available(scores)
+        with_torch, _ = target_ranks(scores, targets, labels, seen, strategy="compare", disliked_ties=rule)
+        assert with_kernel.tolist() == with_torch.tolist()
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])

@@ -37,8 +37,14 @@ def random_case(seed: int, rows: int, cols: int, n_targets: int, n_seen: int, le
     return scores, targets, labels, seen
 
 
-def reference_ranks(scores, targets, labels, seen) -> list[list[int]]:
-    """Brute-force ranks: sort eligible items by (-score, non-target first, label, id)."""
+def reference_ranks(scores, targets, labels, seen, disliked_ties: str = "first") -> list[list[int]]:
+    """Brute-force ranks: sort eligible items by (-score, tie group, id).
+
+    Tie groups with ``disliked_ties="first"``: held-out disliked, unobserved, held-out unknown, held-out
+    liked; with ``"last"`` the unobserved items come first.
+    """
+    groups = {-1: 0, 0: 2, 1: 3} if disliked_ties == "first" else {-1: 1, 0: 2, 1: 3}
+    unobserved = 1 if disliked_ties == "first" else 0
     out = []
     for row in range(len(scores)):
         n_cols = len(scores[row])
@@ -48,7 +54,8 @@ def reference_ranks(scores, targets, labels, seen) -> list[list[int]]:
                 tgt[t] = lab
         masked = {s for s in seen[row] if s > 0} - set(tgt)
         eligible = [j for j in range(1, n_cols) if j not in masked]
-        order = sorted(eligible, key=lambda j: (-scores[row][j], j in tgt, tgt.get(j, 0), j))
+        group = {j: groups[tgt[j]] if j in tgt else unobserved for j in eligible}
+        order = sorted(eligible, key=lambda j: (-scores[row][j], group[j], j))
         position = {j: p for p, j in enumerate(order)}
         seen_ids: set[int] = set()
         ranks = []
@@ -92,8 +99,21 @@ def test_ties_among_held_out_items_by_label_then_id():
     targets = torch.tensor([[8, 2, 5, 3, 7]])
     labels = torch.tensor([[1, 1, 0, -1, -1]], dtype=torch.int8)
     ranks, _ = target_ranks(scores, targets, labels)
+    # disliked 3, 7 first, then the 3 non-held-out items (1, 4, 6), unknown 5, liked 2, 8.
+    assert ranks.tolist() == [[7, 6, 5, 0, 1]]
+    ranks, _ = target_ranks(scores, targets, labels, disliked_ties="last")
     # 3 non-held-out items first (1, 4, 6), then disliked 3, 7, unknown 5, liked 2, 8.
     assert ranks.tolist() == [[7, 6, 5, 3, 4]]
+    with pytest.raises(ValueError, match="disliked_ties"):
+        target_ranks(scores, targets, labels, disliked_ties="middle")
+
+
+def test_disliked_item_ranks_before_the_unobserved_items_it_ties_with():
+    """Issue 14: a tied disliked item used to rank after the unobserved items (lenient for signed metrics)."""
+    scores = _row([0.5, 0.9, 0.5, 0.5, 0.1])
+    for strategy in ("sort", "compare"):
+        ranks, _ = target_ranks(scores, torch.tensor([[3]]), torch.tensor([[-1]]), strategy=strategy)
+        assert ranks.tolist() == [[1]]  # only item 2 (strictly greater) ranks before it
 
 
 def test_partial_tie_with_non_held_out_items_is_pessimistic():
@@ -214,18 +234,20 @@ def tied_batches(draw):
 def test_ranks_match_brute_force_reference_with_ties(batch):
     scores, targets, labels, seen = batch
     seen_t = torch.tensor(seen, dtype=torch.long) if seen[0] else None
-    expected = reference_ranks(scores, targets, labels, seen)
-    for strategy, numba in (("sort", "1"), ("compare", "1"), ("compare", "0"), ("auto", "1")):
-        with pytest.MonkeyPatch.context() as patch:  # "0": the torch counting path instead of the kernel
-            patch.setenv("RECFRAME_NUMBA", numba)
-            ranks, valid = target_ranks(
-                torch.tensor(scores),
-                torch.tensor(targets),
-                torch.tensor(labels, dtype=torch.int8),
-                seen_t,
-                strategy=strategy,
-            )
-        assert ranks.tolist() == expected, (strategy, numba)
+    for rule in ("first", "last"):
+        expected = reference_ranks(scores, targets, labels, seen, rule)
+        for strategy, numba in (("sort", "1"), ("compare", "1"), ("compare", "0"), ("auto", "1")):
+            with pytest.MonkeyPatch.context() as patch:  # "0": the torch counting path instead of the kernel
+                patch.setenv("RECFRAME_NUMBA", numba)
+                ranks, valid = target_ranks(
+                    torch.tensor(scores),
+                    torch.tensor(targets),
+                    torch.tensor(labels, dtype=torch.int8),
+                    seen_t,
+                    strategy=strategy,
+                    disliked_ties=rule,
+                )
+            assert ranks.tolist() == expected, (strategy, numba, rule)
     # Ranks of the valid held-out items of a row are distinct.
     for row, ok in zip(ranks.tolist(), valid.tolist()):
         kept = [r for r, v in zip(row, ok) if v]
@@ -256,6 +278,7 @@ def test_multi_block_streaming_matches_the_reference(monkeypatch):
     monkeypatch.setattr(ranking, "_CPU_BLOCK_ELEMENTS", 8)
     monkeypatch.setenv("RECFRAME_NUMBA", "0")  # the blocks belong to the torch path
     scores, targets, labels, seen = random_case(seed=2, rows=7, cols=13, n_targets=3, n_seen=4, levels=4)
-    ranks, _ = target_ranks(scores, targets, labels, seen, strategy="compare")
-    expected = reference_ranks(scores.tolist(), targets.tolist(), labels.tolist(), seen.tolist())
-    assert ranks.tolist() == expected
+    for rule in ("first", "last"):
+        ranks, _ = target_ranks(scores, targets, labels, seen, strategy="compare", disliked_ties=rule)
+        expected = reference_ranks(scores.tolist(), targets.tolist(), labels.tolist(), seen.tolist(), rule)
+        assert ranks.tolist() == expected
