@@ -6,11 +6,11 @@ import math
 import warnings
 
 import pytest
+import ranx  # a declared dev dependency: a missing ranx fails the suite instead of skipping
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from recframe.metrics import FullRankingEvaluator, NonFiniteScoresError, evaluate
+from recframe.metrics.ranking import standard_metrics, target_ranks
 
 L2 = math.log2
 RANX_NAMES = {"recall": "recall", "hr": "hit_rate", "ndcg": "ndcg", "mrr": "mrr", "precision": "precision"}
@@ -38,59 +38,80 @@ def _run(evaluator, scores, targets, labels, seen, chunk):
 
 
 # --------------------------------------------------------------------------------------------- ranx agreement
-@st.composite
-def ranx_cases(draw):
-    """Distinct scores (a random permutation per user), random targets, labels and seen items."""
-    n_items = draw(st.integers(2, 30))
-    batch = draw(st.integers(1, 5))
-    scores, targets, labels, seen = [], [], [], []
-    for _ in range(batch):
-        perm = draw(st.permutations(range(1, n_items + 1)))
-        scores.append([0.0] + [float(p) / n_items for p in perm])
-        targets.append(draw(st.lists(st.integers(1, n_items), min_size=1, max_size=6, unique=True)))
-        labels.append([draw(st.sampled_from([-1, 0, 1])) for _ in targets[-1]])
-        seen.append(draw(st.lists(st.integers(0, n_items), max_size=8)))
-    pad = max(len(t) for t in targets)
-    pad_seen = max(1, max(len(s) for s in seen))
-    targets = [t + [0] * (pad - len(t)) for t in targets]
-    labels = [lab + [0] * (pad - len(lab)) for lab in labels]
-    seen = [s + [0] * (pad_seen - len(s)) for s in seen]
-    ks = draw(st.lists(st.sampled_from([1, 2, 3, 5, 10, 50]), min_size=1, max_size=3, unique=True))
-    relevance = draw(st.sampled_from(["all", "liked"]))
-    return scores, targets, labels, seen, ks, relevance
+RANX_KS = (1, 2, 3, 5, 10, 50)  # 50 is above every catalogue below: K larger than the eligible items
 
 
-@settings(max_examples=40, deadline=None)
-@given(ranx_cases())
-def test_standard_metrics_agree_with_ranx(case):
-    ranx = pytest.importorskip("ranx")
-    scores, targets, labels, seen, ks, relevance = case
-    n_items = len(scores[0]) - 1
-    metrics = list(RANX_NAMES)
-    ev = FullRankingEvaluator(n_items, ks=ks, metrics=metrics, relevance=relevance)
-    ev.update(torch.tensor(scores), torch.tensor(targets), torch.tensor(labels), torch.tensor(seen))
-    ours = ev.compute()
+def _ranx_batch(seed: int, n_users: int = 300, n_items: int = 30):
+    """Distinct scores (a random permutation per user) on per-user catalogues of 2..n_items items.
 
+    A user's catalogue size ``m`` is drawn per user; items above ``m`` are masked through ``seen``, on top of
+    up to 8 random seen items (which may hit held-out items: those stay unmasked). 1..6 distinct held-out
+    items per user with random labels, so some users have no liked item (left out under ``"liked"``).
+    """
+    g = torch.Generator().manual_seed(seed)
+    scores = torch.zeros(n_users, n_items + 1, dtype=torch.float64)
+    targets = torch.zeros(n_users, 6, dtype=torch.long)
+    labels = torch.zeros(n_users, 6, dtype=torch.int8)
+    seen = torch.zeros(n_users, 8 + n_items, dtype=torch.long)
+    for u in range(n_users):
+        m = int(torch.randint(2, n_items + 1, (1,), generator=g))
+        scores[u, 1:] = (torch.randperm(n_items, generator=g) + 1).double() / n_items
+        n_t = int(torch.randint(1, min(6, m) + 1, (1,), generator=g))
+        targets[u, :n_t] = torch.randperm(m, generator=g)[:n_t] + 1
+        labels[u, :n_t] = torch.randint(-1, 2, (n_t,), generator=g).to(torch.int8)
+        n_s = int(torch.randint(0, 9, (1,), generator=g))
+        seen[u, :n_s] = torch.randint(0, m + 1, (n_s,), generator=g)
+        seen[u, 8 : 8 + n_items - m] = torch.arange(m + 1, n_items + 1)
+    return scores, targets, labels, seen
+
+
+def _ranx_per_user(ranx, scores, targets, labels, seen, relevance):
+    """ranx's per-query values ``{name@k: {user: value}}`` for the users with a relevant held-out item."""
     qrels, run = {}, {}
-    for u, (row, tgt, lab, sn) in enumerate(zip(scores, targets, labels, seen)):
+    for u, (row, tgt, lab, sn) in enumerate(zip(scores.tolist(), targets.tolist(), labels.tolist(),
+                                              seen.tolist())):
         rel = {t for t, lb in zip(tgt, lab) if t and (relevance == "all" or lb == 1)}
         if not rel:
             continue
         masked = set(sn) - set(tgt)
         qrels[f"u{u}"] = {f"i{t}": 1 for t in rel}
-        run[f"u{u}"] = {f"i{j}": row[j] for j in range(1, n_items + 1) if j not in masked}
-    if not qrels:
-        assert all(math.isnan(v) for v in ours.values())
-        return
-    names = [f"{RANX_NAMES[m]}@{k}" for m in metrics for k in ks]
+        run[f"u{u}"] = {f"i{j}": row[j] for j in range(1, len(row)) if j not in masked}
+    names = [f"{RANX_NAMES[m]}@{k}" for m in RANX_NAMES for k in RANX_KS]
+    ranx_run = ranx.Run(run)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        theirs = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), names)
-    if isinstance(theirs, float):
-        theirs = {names[0]: theirs}
+        ranx.evaluate(ranx.Qrels(qrels), ranx_run, names, threads=1)
+    return {name: {int(q[1:]): float(v) for q, v in ranx_run.scores[name].items()} for name in names}
+
+
+@pytest.mark.parametrize("relevance", ["all", "liked"])
+def test_standard_metrics_agree_with_ranx(relevance):
+    """Every standard metric at six cut-offs, per user and averaged, against ranx on 300 varied users.
+
+    One ranx call per relevance mode on one shared Qrels/Run (ranx costs seconds per call, not per user).
+    """
+    scores, targets, labels, seen = _ranx_batch(seed=7)
+    theirs = _ranx_per_user(ranx, scores, targets, labels, seen, relevance)
+    users = sorted(next(iter(theirs.values())))
+    assert 100 < len(users) <= scores.shape[0]  # under "liked" some users have no relevant item
+
+    metrics = list(RANX_NAMES)
+    ev = FullRankingEvaluator(scores.shape[1] - 1, ks=RANX_KS, metrics=metrics, relevance=relevance)
+    for start in range(0, scores.shape[0], 64):  # chunked, as in training
+        part = slice(start, start + 64)
+        ev.update(scores[part], targets[part], labels[part], seen[part])
+    ours = ev.compute()
+
+    ranks, valid = target_ranks(scores, targets, labels, seen, disliked_ties="last")
+    relevant = valid if relevance == "all" else valid & (labels == 1)
+    per_user = standard_metrics(ranks, relevant, RANX_KS, metrics)
+    assert relevant.any(dim=1).nonzero().flatten().tolist() == users
     for m in metrics:
-        for k in ks:
-            assert ours[f"{m}@{k}"] == pytest.approx(float(theirs[f"{RANX_NAMES[m]}@{k}"]), abs=1e-6), (m, k)
+        for i, k in enumerate(RANX_KS):
+            name = f"{RANX_NAMES[m]}@{k}"
+            expected = torch.tensor([theirs[name][u] for u in users], dtype=torch.float64)
+            torch.testing.assert_close(per_user[m][users, i], expected, atol=1e-9, rtol=0, msg=(m, k))
+            assert ours[f"{m}@{k}"] == pytest.approx(float(expected.mean()), abs=1e-9), (m, k)
 
 
 # ---------------------------------------------------------------------------------------- hand-computed cases
