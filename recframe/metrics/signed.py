@@ -3,7 +3,9 @@
 Gain of an item: ``g = +1`` for a held-out liked item (label +1), ``g = -lambda`` for a held-out disliked item
 (label -1), and ``0`` for unobserved items and for held-out items with unknown rating (label 0). ``L`` /
 ``D`` are the liked / disliked held-out items of a user, ``r_t`` the 0-based pessimistic rank from
-:func:`recframe.metrics.ranking.target_ranks` and ``hit_t = [r_t < K]``.
+:func:`recframe.metrics.ranking.target_ranks` with ``disliked_ties="first"`` (a disliked item ranks before
+every item it ties with, a liked one after; what :class:`~recframe.metrics.families.SignedFamily` uses) and
+``hit_t = [r_t < K]``.
 
 User rules: users with ``|L| = 0`` are excluded from Signed Recall and Signed NDCG (their denominator is 0)
 but are kept in Signed HR as long as they have at least one held-out item (of any label).
