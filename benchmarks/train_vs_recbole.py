@@ -193,7 +193,7 @@ def _per_user_ranks_recframe(model: Any, dm: Any, k: int = 10) -> dict[str, int]
     users = dm.split.train.user_ids
     out: dict[str, int] = {}
     for batch in dm.test_dataloader():
-        # leave-one-out: the target is relevant whatever its label, so ties put it last (as the evaluator does)
+        # leave-one-out: the target is relevant whatever its label, so ties put it last (as in the evaluator)
         ranks, _ = target_ranks(model.score(batch), batch["targets"], batch["labels"], batch["seen"],
                                 disliked_ties="last")
         for user, rank in zip(batch["users"].tolist(), ranks[:, 0].tolist()):  # leave-one-out: one target
