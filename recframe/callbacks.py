@@ -4,6 +4,10 @@
   resolved config, the seed, the data fingerprint and the library versions are
   stored under ``checkpoint["recframe"]`` as plain strings and numbers, so the
   file still loads with ``weights_only=True``.
+* ``ReportCallback`` is the base of callbacks that report on a run (causal and
+  calibration methods): ``report_``, its JSON ``state_dict``, the atomic write of
+  the report file and logging; its data come from the datamodule's read-only
+  :class:`~recframe.data.eval_view.EvaluationView`.
 * ``BestCheckpoint`` keeps the best-validation checkpoint; its best-so-far score
   survives a resume that logs into a new version directory.
 * ``RandomState`` stores the random generators' state in each checkpoint and
@@ -13,15 +17,24 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import platform
 import random
 from importlib import metadata
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import lightning as L
 import numpy as np
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
+
+from recframe.checkpoint_io import atomic_write
+from recframe.data.eval_view import EvaluationView
+from recframe.tokenizers.sid_table import to_plain
+
+log = logging.getLogger(__name__)
 
 _LIBRARIES = ("recframe", "torch", "lightning", "numpy", "scipy", "torch_geometric", "faiss-cpu",
               "jsonargparse", "scikit-learn", "POT", "causal-learn", "sentence-transformers")
@@ -65,6 +78,74 @@ class RunMetadata(L.Callback):
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
                            checkpoint: dict[str, Any]) -> None:
         checkpoint["recframe"] = self.describe(trainer)
+
+
+class ReportCallback(L.Callback):
+    """Base of callbacks that compute a report about a run (a causal or calibration method).
+
+    A subclass computes its report in whatever hook fits, reading the data only through
+    :meth:`eval_view` (the datamodule's read-only :class:`~recframe.data.eval_view.EvaluationView`),
+    and hands it to :meth:`publish`, which
+
+    * keeps it in ``report_`` as plain JSON data (numpy scalars and arrays become numbers and
+      lists, so ``report_`` equals what the file and a restored checkpoint hold);
+    * writes it as indented JSON to ``output`` when set, atomically (temp file + rename), so a
+      reader never sees half a report;
+    * logs the given scalar metrics to every logger of the trainer, as ``<log_prefix>/<name>``.
+
+    ``state_dict`` stores the report as one JSON string, so it survives checkpoint and resume
+    and the checkpoint still loads with ``torch.load(weights_only=True)``.
+
+    Args:
+        output: JSON file for the report (None: keep it in memory and in checkpoints only).
+    """
+
+    #: prefix of the metric names :meth:`publish` logs (``indrm`` gives ``indrm/<name>``)
+    log_prefix: str = "report"
+
+    def __init__(self, output: str | None = None) -> None:
+        self.output = output
+        self.report_: dict[str, Any] | None = None
+
+    @staticmethod
+    def eval_view(trainer: L.Trainer, stage: Literal["valid", "test"]) -> EvaluationView:
+        """The read-only evaluation data of ``stage`` from the trainer's datamodule."""
+        dm = getattr(trainer, "datamodule", None)
+        view = getattr(dm, "eval_view", None)
+        if view is None:
+            raise ValueError("a ReportCallback reads its data from the trainer's datamodule, but "
+                             f"{type(dm).__name__} has no eval_view(stage); pass a "
+                             "recframe.data.RecDataModule to trainer.fit/test (datamodule=...).")
+        return view(stage)
+
+    def publish(self, trainer: L.Trainer, report: dict[str, Any],
+                metrics: dict[str, float] | None = None) -> dict[str, Any]:
+        """Keep ``report`` in ``report_``, write it to ``output`` and log ``metrics``; returns ``report_``."""
+        self.report_ = to_plain(report, where=f"the report of {type(self).__name__}")
+        if self.output:
+            self.write_report(self.output)
+        if metrics:
+            named = {f"{self.log_prefix}/{k}": float(v) for k, v in metrics.items()}
+            for logger in trainer.loggers:
+                logger.log_metrics(named, step=trainer.global_step)
+        return self.report_
+
+    def write_report(self, path: str | Path) -> None:
+        """Write ``report_`` as indented JSON to ``path`` atomically."""
+        if self.report_ is None:
+            raise ValueError(f"{type(self).__name__} has no report to write yet; it is made by the run.")
+        data = json.dumps(self.report_, indent=2).encode()
+        atomic_write(Path(path), lambda fh: fh.write(data))
+        log.info("%s: report written to %s", type(self).__name__, path)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The last report as a JSON string (plain data, safe for ``weights_only`` loading)."""
+        return {"report": json.dumps(self.report_) if self.report_ is not None else ""}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the last report."""
+        text = state_dict.get("report", "")
+        self.report_ = json.loads(text) if text else None
 
 
 class RandomState(L.Callback):

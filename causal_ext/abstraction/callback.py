@@ -27,10 +27,13 @@ test user's actual history. With the ``mse`` distance the CAE is the squared gap
 between the two predictions' genre mixes over their pooled variance, i.e. roughly the
 share of the prediction's variation that the histogram does not explain.
 
-At ``on_test_end`` the report (CAE per distance and direction, per-direction standard
-errors, the genres and settings) is kept in ``report_``, written as JSON (atomically)
-when ``output`` is set, logged as ``cae/<distance>``, and saved in the callback's
-``state_dict`` as a JSON string, so checkpoints still load with ``weights_only=True``.
+At ``on_test_end`` the callback reads the test users' histories (the first
+``max_histories``, as the test loader pads them), genres and training popularity from the
+datamodule's read-only evaluation view. The report (CAE per distance and direction,
+per-direction standard errors, the genres and settings) is published by
+:class:`~recframe.callbacks.ReportCallback`: kept in ``report_``, written as JSON
+(atomically) when ``output`` is set, logged as ``cae/<distance>``, and saved in the
+checkpoint as a JSON string, so checkpoints still load with ``weights_only=True``.
 
 YAML (under ``trainer.callbacks``)::
 
@@ -40,10 +43,8 @@ YAML (under ``trainer.callbacks``)::
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -55,7 +56,8 @@ from causal_ext.abstraction.cae import CausalAbstractionError
 from causal_ext.abstraction.domains import Empirical, Uniform
 from causal_ext.abstraction.scm import SCM
 from causal_ext.abstraction.valuemaps import ValueMap
-from recframe.checkpoint_io import atomic_write
+from recframe.callbacks import ReportCallback
+from recframe.data.eval_view import EvaluationView
 
 
 def primary_genres(features: Any, n_items: int, max_genres: int = 8) -> tuple[np.ndarray, list[str]]:
@@ -118,6 +120,15 @@ class GenreHistogram(ValueMap):
         return [out]
 
 
+def top_k_items(scores: np.ndarray, k: int) -> np.ndarray:
+    """Ids of the ``k`` highest scores of each row of ``scores`` ``[n, n_items + 1]``, in no particular order.
+
+    Masking is the caller's: the rows come from the low-level model with the padding column and
+    the history's items already at ``-inf``.
+    """
+    return np.argpartition(-scores, k - 1, axis=1)[:, :k]
+
+
 class TopKGenreShare(ValueMap):
     """Scores ``[n, n_items + 1]`` to the genre shares of the top-``k`` items ``[n, G + 1]``.
 
@@ -132,7 +143,7 @@ class TopKGenreShare(ValueMap):
 
     def abstract(self, micro):
         scores = np.asarray(micro[0], dtype=float)
-        top = np.argpartition(-scores, self.k - 1, axis=1)[:, :self.k]
+        top = top_k_items(scores, self.k)
         shares = np.zeros((len(scores), self.n_genres))
         np.add.at(shares, (np.repeat(np.arange(len(scores)), self.k), self.genre[top].ravel()), 1.0 / self.k)
         return shares
@@ -159,7 +170,7 @@ def canonical_histories(counts: np.ndarray, genre_items_by_popularity: Sequence[
     return out
 
 
-class GenreHistogramCAE(L.Callback):
+class GenreHistogramCAE(ReportCallback):
     """After testing: the CAE of "recommendations depend on the history only through its genre histogram".
 
     Args:
@@ -172,47 +183,37 @@ class GenreHistogramCAE(L.Callback):
         seed: seed of the interventions.
     """
 
+    log_prefix = "cae"
+
     def __init__(self, output: str | None = None, n_interventions: int = 30, top_k: int = 10,
                  max_genres: int = 8, distances: list[str] | None = None, max_histories: int = 512,
                  seed: int = 0) -> None:
         if top_k < 1 or n_interventions < 2 or max_histories < 1:
             raise ValueError(f"need top_k >= 1, n_interventions >= 2, max_histories >= 1 (got {top_k}, "
                              f"{n_interventions}, {max_histories}).")
-        self.output = output
+        super().__init__(output)
         self.n_interventions = n_interventions
         self.top_k = top_k
         self.max_genres = max_genres
         self.distances = list(distances or ["mse", "js", "mmd"])
         self.max_histories = max_histories
         self.seed = seed
-        self.report_: dict[str, Any] | None = None
-        self._histories: list[np.ndarray] = []
-
-    def on_test_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._histories = []
-
-    def on_test_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any,
-                          batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
-        have = sum(len(h) for h in self._histories)
-        if have < self.max_histories:
-            self._histories.append(batch["history"][: self.max_histories - have].detach().cpu().numpy())
 
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if not self._histories:
+        view = self.eval_view(trainer, "test")
+        if len(view) == 0:
             return
         if not getattr(pl_module, "uses_history", False):
             raise ValueError(f"GenreHistogramCAE: {type(pl_module).__name__} scores users by id, not by "
                              "history (uses_history is False); the genre-histogram explanation is about "
                              "history models.")
-        histories = np.concatenate(self._histories)
+        histories = first_histories(view, self.max_histories)
         histories = histories[(histories > 0).any(1)]
         if len(histories) == 0:
             raise ValueError("GenreHistogramCAE: every collected test history is empty.")
-        dm = trainer.datamodule
-        n_items = int(dm.n_items)
-        train = dm.split.train
-        genre, names = primary_genres(train.item_features, n_items, self.max_genres)
-        popularity = train.item_popularity()[:n_items + 1].astype(float)
+        n_items = view.n_items
+        genre, names = primary_genres(view.item_features, n_items, self.max_genres)
+        popularity = view.item_popularity[:n_items + 1].astype(float)
         was_training = pl_module.training
         pl_module.eval()
         try:
@@ -220,17 +221,12 @@ class GenreHistogramCAE(L.Callback):
                 est = self.evaluate(pl_module, histories, genre, popularity)
         finally:
             pl_module.train(was_training)
-        self.report_ = {
+        self.publish(trainer, {
             "explanation": "recommendations depend on the history only through its genre histogram",
             "model": type(pl_module).__name__, "n_items": n_items, "n_histories": int(len(histories)),
             "genres": names, "top_k": self.top_k, "cae": est.cae_, "scores": est.scores_, "se": est.se_,
             "n_interventions": self.n_interventions, "seed": self.seed,
-            "mean_history_length": float((histories > 0).sum(1).mean())}
-        if self.output:
-            text = json.dumps(self.report_, indent=2, default=float).encode()
-            atomic_write(Path(self.output), lambda fh: fh.write(text))
-        for logger in trainer.loggers:
-            logger.log_metrics({f"cae/{k}": float(v) for k, v in est.cae_.items()})
+            "mean_history_length": float((histories > 0).sum(1).mean())}, est.cae_)
 
     def evaluate(self, pl_module: L.LightningModule, histories: np.ndarray, genre: np.ndarray,
                  popularity: np.ndarray) -> CausalAbstractionError:
@@ -268,14 +264,23 @@ class GenreHistogramCAE(L.Callback):
                                      faithful=False, max_targets=0, seed=self.seed)
         return est.fit(low, high, abstraction)
 
-    def state_dict(self) -> dict[str, Any]:
-        """The last report as a JSON string (plain data, safe for ``weights_only`` loading)."""
-        return {"report": json.dumps(self.report_, default=float) if self.report_ is not None else ""}
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the last report."""
-        text = state_dict.get("report", "")
-        self.report_ = json.loads(text) if text else None
+def first_histories(view: EvaluationView, n: int) -> np.ndarray:
+    """The padded histories (``history`` of the view's batches) of the view's first ``n`` users.
+
+    Batches of the loader's size are cut to ``n`` rows and left-padded to one common width.
+    """
+    parts: list[np.ndarray] = []
+    have = 0
+    for batch in view.batches():
+        if have >= n:
+            break
+        parts.append(batch["history"][: n - have].numpy())
+        have += len(parts[-1])
+    width = max((p.shape[1] for p in parts), default=1)
+    return np.concatenate([np.pad(p, ((0, 0), (width - p.shape[1], 0))) for p in parts]) if parts \
+        else np.zeros((0, width), dtype=np.int64)
 
 
-__all__ = ["GenreHistogram", "GenreHistogramCAE", "TopKGenreShare", "canonical_histories", "primary_genres"]
+__all__ = ["GenreHistogram", "GenreHistogramCAE", "TopKGenreShare", "canonical_histories", "first_histories",
+           "primary_genres", "top_k_items"]

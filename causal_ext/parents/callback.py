@@ -1,18 +1,17 @@
 """IndRM as a Lightning callback: which item side features directly drive a trained model's scores.
 
-:class:`IndRMFeatureReport` listens to the test loop. For every test batch it
-asks the model for its full-catalogue scores (``pl_module.score(batch)``,
-``[B, n_items + 1]``, under ``torch.no_grad``) and keeps a running sum per
-item; at ``on_test_end`` the target is each item's mean score over the test
-users seen, the candidate causes are the item side features of the
-datamodule (:func:`item_feature_matrix`), and :class:`~causal_ext.parents.IndRM`
-selects the features the score depends on directly, i.e. the smallest set
-that leaves a residual independent of it. The report (selected features,
-identification flag, passing sets) is kept in ``report_``, written as JSON
-(atomically) when ``output`` is set, logged to the trainer's logger as
-``indrm/n_parents`` and ``indrm/identified``, and saved in the callback's
-``state_dict`` (a JSON string, so checkpoints still load with
-``weights_only=True``).
+:class:`IndRMFeatureReport` runs at ``on_test_end``. It reads the test users
+from the datamodule's read-only evaluation view and asks the model for their
+full-catalogue scores (``pl_module.score(batch)`` on the view's batches, the
+test loader's, ``[B, n_items + 1]``, under ``torch.no_grad``); the target is
+each item's mean score over those users, the candidate causes are the item
+side features of the view (:func:`item_feature_matrix`), and
+:class:`~causal_ext.parents.IndRM` selects the features the score depends on
+directly, i.e. the smallest set that leaves a residual independent of it. The
+report (selected features, identification flag, passing sets) is published by
+:class:`~recframe.callbacks.ReportCallback`: kept in ``report_``, written as
+JSON (atomically) when ``output`` is set, logged as ``indrm/n_parents`` and
+``indrm/identified``, and saved in the checkpoint as a JSON string.
 
 What the features mean causally: the score is a deterministic function of the
 model's parameters, so "parents" here are the features the *learned* scoring
@@ -29,9 +28,7 @@ YAML (under ``trainer.callbacks``)::
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -39,7 +36,8 @@ import numpy as np
 import torch
 
 from causal_ext.parents.indrm import IndRM
-from recframe.checkpoint_io import atomic_write
+from recframe.callbacks import ReportCallback
+from recframe.data.eval_view import EvaluationView
 
 
 def item_feature_matrix(features: Any, n_items: int, *, max_categories: int = 8,
@@ -88,69 +86,68 @@ def item_feature_matrix(features: Any, n_items: int, *, max_categories: int = 8,
     return np.column_stack([cols[i] for i in keep]), [names[i] for i in keep]
 
 
-class IndRMFeatureReport(L.Callback):
+class IndRMFeatureReport(ReportCallback):
     """At the end of testing, IndRM of the model's mean item score on item side features (module docstring).
 
     Args:
         output: JSON file for the report (None: keep it in memory and the checkpoint only).
         max_categories: most frequent categories turned into indicators.
         max_vector_dims: leading dimensions of item vectors used as features.
-        max_batches: test batches whose scores are averaged (None: all).
+        max_batches: test batches (of the datamodule's evaluation batch size) whose scores are
+            averaged (None: all).
         indrm: keyword arguments for :class:`~causal_ext.parents.IndRM` (default: its defaults).
     """
 
+    log_prefix = "indrm"
+
     def __init__(self, output: str | None = None, max_categories: int = 8, max_vector_dims: int = 4,
                  max_batches: int | None = None, indrm: dict[str, Any] | None = None) -> None:
-        self.output = output
+        super().__init__(output)
         self.max_categories = max_categories
         self.max_vector_dims = max_vector_dims
         self.max_batches = max_batches
         self.indrm = dict(indrm or {})
-        self.report_: dict[str, Any] | None = None
-        self._sum: torch.Tensor | None = None
-        self._count = 0
-        self._batches = 0
-
-    def on_test_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._sum, self._count, self._batches = None, 0, 0
-
-    @torch.no_grad()
-    def on_test_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs: Any,
-                          batch: dict[str, torch.Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
-        if self.max_batches is not None and self._batches >= self.max_batches:
-            return
-        scores = pl_module.score(batch).detach().to("cpu", torch.float64)
-        self._sum = scores.sum(0) if self._sum is None else self._sum + scores.sum(0)
-        self._count += scores.shape[0]
-        self._batches += 1
 
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if self._sum is None or self._count == 0:
+        view = self.eval_view(trainer, "test")
+        total, count = mean_scores(pl_module, view, self.max_batches)
+        if count == 0:
             return
-        dm = trainer.datamodule
-        n_items = int(dm.n_items)
-        x, names = item_feature_matrix(dm.split.train.item_features, n_items,
-                                       max_categories=self.max_categories,
+        n_items = view.n_items
+        x, names = item_feature_matrix(view.item_features, n_items, max_categories=self.max_categories,
                                        max_vector_dims=self.max_vector_dims)
-        y = (self._sum / self._count).numpy()[1:n_items + 1]
+        y = (total / count).numpy()[1:n_items + 1]
         model = IndRM(**self.indrm).fit(x, y, feature_names=names)
-        self.report_ = {"target": "mean test score per item", "n_items": n_items, "n_users": self._count,
-                        "model": type(pl_module).__name__, "features": names, **model.report()}
-        if self.output:
-            text = json.dumps(self.report_, indent=2, default=float).encode()
-            atomic_write(Path(self.output), lambda fh: fh.write(text))
-        for logger in trainer.loggers:
-            logger.log_metrics({"indrm/n_parents": float(len(model.parents_)),
-                                "indrm/identified": float(model.identified_)})
-
-    def state_dict(self) -> dict[str, Any]:
-        """The last report as a JSON string (plain data, safe for ``weights_only`` loading)."""
-        return {"report": json.dumps(self.report_, default=float) if self.report_ is not None else ""}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore the last report."""
-        text = state_dict.get("report", "")
-        self.report_ = json.loads(text) if text else None
+        self.publish(trainer, {"target": "mean test score per item", "n_items": n_items, "n_users": count,
+                               "model": type(pl_module).__name__, "features": names, **model.report()},
+                     {"n_parents": len(model.parents_), "identified": float(model.identified_)})
 
 
-__all__ = ["IndRMFeatureReport", "item_feature_matrix"]
+@torch.no_grad()
+def mean_scores(pl_module: L.LightningModule, view: EvaluationView,
+                max_batches: int | None = None) -> tuple[torch.Tensor, int]:
+    """Sum over the view's users of ``pl_module.score`` rows (float64, CPU) and how many users were summed.
+
+    Batches come from ``view.batches()`` (the test loader's batches), the model in eval mode;
+    only the first ``max_batches`` batches when given.
+    """
+    device = next((p.device for p in pl_module.parameters()), None)
+    if device is None:
+        device = next((b.device for b in pl_module.buffers()), torch.device("cpu"))
+    total: torch.Tensor | None = None
+    count = 0
+    was_training = pl_module.training
+    pl_module.eval()
+    try:
+        for i, batch in enumerate(view.batches(device=device)):
+            if max_batches is not None and i >= max_batches:
+                break
+            scores = pl_module.score(batch).detach().to("cpu", torch.float64)
+            total = scores.sum(0) if total is None else total + scores.sum(0)
+            count += scores.shape[0]
+    finally:
+        pl_module.train(was_training)
+    return (torch.zeros(view.n_items + 1, dtype=torch.float64) if total is None else total), count
+
+
+__all__ = ["IndRMFeatureReport", "item_feature_matrix", "mean_scores"]

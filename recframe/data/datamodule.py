@@ -45,6 +45,7 @@ from recframe.data.batches import (
     SequenceWindows,
     pad_rows,
 )
+from recframe.data.eval_view import EvaluationView
 from recframe.data.interactions import DataError, Histories, Interactions
 from recframe.data.splits import Split, chronological_ratio, leave_one_out
 from recframe.metrics.families import MetricFamily
@@ -325,6 +326,20 @@ class RecDataModule(L.LightningDataModule):
         heldout = sp.valid if stage == "valid" else sp.test
         users = np.flatnonzero(heldout.histories.lengths() > 0)
         return EvalSet(users=users, known=known.histories, heldout=heldout.histories)
+
+    def eval_view(self, stage: Literal["valid", "test"]) -> EvaluationView:
+        """The read-only data of one evaluation stage that callbacks use instead of ``split``.
+
+        Its ``batches()`` are built exactly like :meth:`val_dataloader` / :meth:`test_dataloader`
+        batches (see :class:`~recframe.data.eval_view.EvaluationView`).
+        """
+        if stage not in ("valid", "test"):
+            raise DataError(f"eval_view stage must be 'valid' or 'test', got {stage!r}.")
+        train = self.split.train
+        return EvaluationView(stage, self.eval_set(stage), n_items=self.n_items, n_users=self.n_users,
+                              max_len=self.max_len, batch_size=self.eval_batch_size,
+                              user_ids=train.user_ids, item_ids=train.item_ids,
+                              item_features=train.item_features, item_popularity=train.item_popularity())
 
     def setup(self, stage: str | None = None) -> None:
         _ = self.split

@@ -57,14 +57,17 @@ def sid_fingerprint(features: np.ndarray, settings: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def to_plain(obj: Any) -> Any:
-    """Convert numpy scalars/arrays and tuples inside ``obj`` to plain Python (JSON/weights_only safe)."""
+def to_plain(obj: Any, where: str = "a SIDTable") -> Any:
+    """Convert numpy scalars/arrays and tuples inside ``obj`` to plain Python (JSON/weights_only safe).
+
+    Anything else raises one ``TypeError`` saying it cannot be stored in ``where``.
+    """
     if isinstance(obj, dict):
-        return {str(k): to_plain(v) for k, v in obj.items()}
+        return {str(k): to_plain(v, where) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [to_plain(v) for v in obj]
+        return [to_plain(v, where) for v in obj]
     if isinstance(obj, np.ndarray):
-        return to_plain(obj.tolist())
+        return to_plain(obj.tolist(), where)
     if isinstance(obj, np.bool_):
         return bool(obj)
     if isinstance(obj, np.integer):
@@ -73,7 +76,7 @@ def to_plain(obj: Any) -> Any:
         return float(obj)
     if obj is None or isinstance(obj, str | bool | int | float):
         return obj
-    raise TypeError(f"{type(obj).__name__} value {obj!r} cannot be stored in a SIDTable; use plain "
+    raise TypeError(f"{type(obj).__name__} value {obj!r} cannot be stored in {where}; use plain "
                     "str/int/float/bool/None, lists and dicts.")
 
 
