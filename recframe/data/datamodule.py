@@ -47,7 +47,7 @@ from recframe.data.batches import (
 )
 from recframe.data.eval_view import EvaluationView
 from recframe.data.interactions import DataError, Histories, Interactions
-from recframe.data.splits import Split, chronological_ratio, leave_one_out
+from recframe.data.splits import Split, make_split
 from recframe.metrics.families import MetricFamily
 
 
@@ -285,9 +285,7 @@ class RecDataModule(L.LightningDataModule):
             inter = k_core(inter, user_k=self.user_k, item_k=self.item_k)
         inter = signed_labels(inter, like_threshold=self.like_threshold,
                               dislike_threshold=self.dislike_threshold)
-        if self.split_name == "loo":
-            return leave_one_out(inter)
-        return chronological_ratio(inter, train=self.ratio[0], valid=self.ratio[1])
+        return make_split(inter, self.split_name, ratio=self.ratio)
 
     @property
     def n_items(self) -> int:

@@ -16,6 +16,8 @@ split).
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,12 +116,30 @@ def time_stages(inter: Interactions, n_stages: int = 4) -> list[Interactions]:
 
 
 SPLITS = {"loo": leave_one_out, "leave_one_out": leave_one_out, "ratio": chronological_ratio}
+"""The split protocols by name; :func:`make_split` is the one place that dispatches on them."""
 
 
-def make_split(inter: Interactions, protocol: str, **kwargs: float) -> Split:
-    """Dispatch by name: ``"loo"`` / ``"leave_one_out"`` or ``"ratio"``."""
+def make_split(inter: Interactions, protocol: str, *, ratio: Sequence[float] | None = None,
+               **kwargs: float) -> Split:
+    """The one split dispatcher: the protocol named ``protocol`` applied to ``inter``.
+
+    * ``"loo"`` / ``"leave_one_out"``: :func:`leave_one_out` (keyword ``min_train``);
+    * ``"ratio"``: :func:`chronological_ratio` (keywords ``train``, ``valid``, ``min_length``).
+
+    ``ratio=(train, valid)`` is the datamodule's ``data.ratio``: the shares of ``"ratio"``; protocols without
+    shares (leave-one-out) ignore it. Other ``kwargs`` go to the split; an unknown protocol or keyword raises
+    one :class:`DataError` naming it and the valid choices.
+    """
     try:
         fn = SPLITS[protocol]
-    except KeyError:
+    except (KeyError, TypeError):
         raise DataError(f"unknown split {protocol!r}; choose one of {sorted(SPLITS)}") from None
+    accepted = [name for name in inspect.signature(fn).parameters if name != "inter"]
+    if ratio is not None and fn is chronological_ratio:
+        if len(ratio) != 2:
+            raise DataError(f"ratio={tuple(ratio)}; give (train, valid) shares, e.g. ratio=(0.8, 0.1).")
+        kwargs = {"train": float(ratio[0]), "valid": float(ratio[1]), **kwargs}
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise DataError(f"split {protocol!r} has no setting {unknown[0]!r}; its settings: {accepted}")
     return fn(inter, **kwargs)
