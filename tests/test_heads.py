@@ -6,6 +6,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import torch
 from torch import Tensor, nn
@@ -46,6 +47,7 @@ class RowStack(nn.Module):
 
 @dataclass
 class Case:
+    kind: str
     model: nn.Module
     run: Callable[[], Tensor]
     other: Callable[[], Tensor]  # the same model on a different input
@@ -57,7 +59,7 @@ def sasrec_case() -> Case:
     model = SASRec(n_items=30, hidden=16, n_heads=4, n_layers=3, n_kv_heads=2, max_len=8).eval()
     a = torch.tensor([[0, 0, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6]])
     b = torch.tensor([[0, 7, 8, 9, 1, 2], [9, 8, 7, 6, 5, 4]])
-    return Case(model, lambda: model.encode(a), lambda: model.encode(b),
+    return Case("sasrec", model, lambda: model.encode(a), lambda: model.encode(b),
                 ["blocks.0.attn", "blocks.1.attn", "blocks.2.attn"])
 
 
@@ -66,7 +68,7 @@ def row_case() -> Case:
     model = RowStack().eval()
     hist, rows = torch.randn(2, 1, 5, 16), torch.randn(2, 3, 2, 16)
     hist2, rows2 = torch.randn(2, 1, 5, 16), torch.randn(2, 3, 2, 16)
-    return Case(model, lambda: model(hist, rows), lambda: model(hist2, rows2),
+    return Case("row", model, lambda: model(hist, rows), lambda: model(hist2, rows2),
                 ["enc.attn", "dec.attn", "dec.cross", "donly.attn"])
 
 
@@ -82,13 +84,33 @@ def bert_case() -> Case:
     mask = torch.tensor([[1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]])
     ids2 = torch.tensor([[2, 15, 16, 3, 0, 0], [2, 17, 18, 19, 20, 3]])
     mask2 = torch.tensor([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
-    return Case(model, lambda: model(input_ids=ids, attention_mask=mask).last_hidden_state,
+    return Case("hf-bert", model, lambda: model(input_ids=ids, attention_mask=mask).last_hidden_state,
                 lambda: model(input_ids=ids2, attention_mask=mask2).last_hidden_state,
                 [f"encoder.layer.{i}.attention" for i in range(3)])
 
 
-CASES = {"sasrec": sasrec_case, "row": row_case, "hf-bert": bert_case}
+def generative_case(name: str) -> Case:
+    """The shipped generative backbones: next-code logits of 3 prefixes for 2 users (context, then step)."""
+    from recframe.models.generative.decoder import DecoderBackbone
+    from recframe.models.generative.tiger import TigerBackbone
+
+    torch.manual_seed(3)
+    codes = np.array([[0, 0], *[(a, b) for a in range(4) for b in range(3)]])  # 12 items on a 4 x 3 trie
+    cls = TigerBackbone if name == "tiger" else DecoderBackbone
+    model = cls(codes, (4, 3), dim=16, n_layers=2, n_heads=4, inner=32, dropout=0.0, window=4).eval()
+    prefixes = torch.tensor([[[0], [2], [3]]] * 2)
+    history, history2 = torch.tensor([[0, 3, 5, 7], [1, 2, 3, 4]]), torch.tensor([[0, 0, 9, 2], [8, 6, 4, 2]])
+    sites = ([f"encoder.{i}.attn" for i in range(2)]
+             + [f"decoder.{i}.{part}" for i in range(2) for part in ("attn", "cross")]
+             if name == "tiger" else [f"blocks.{i}.attn" for i in range(2)])
+    return Case("row", model, lambda: model.step(model.context(history), prefixes),
+                lambda: model.step(model.context(history2), prefixes), sites)
+
+
+CASES = {"sasrec": sasrec_case, "row": row_case, "hf-bert": bert_case,
+         "tiger": lambda: generative_case("tiger"), "sid-decoder": lambda: generative_case("sid-decoder")}
 kinds = pytest.mark.parametrize("kind", list(CASES))
+base_kinds = pytest.mark.parametrize("kind", ["sasrec", "row", "hf-bert"])
 
 
 def no_hooks_left(model: nn.Module) -> bool:
@@ -102,7 +124,7 @@ def test_sites_are_listed_with_names_heads_and_head_dim(kind: str) -> None:
     case = CASES[kind]()
     sites = attention_sites(case.model)
     assert [s.name for s in sites] == case.sites
-    assert {s.kind for s in sites} == {kind}
+    assert {s.kind for s in sites} == {case.kind}
     assert all(s.n_heads == 4 and s.head_dim == 4 for s in sites)
     assert all(dict(case.model.named_modules())[s.name] is s.module for s in sites)
     assert [s.n_kv_heads for s in sites] == [2 if kind == "sasrec" else 4] * len(sites)
@@ -245,7 +267,7 @@ def test_projections_match_the_layout_before_the_output_projection(kind: str) ->
     case = CASES[kind]()
     for site in attention_sites(case.model):
         proj = head_projections(case.model, site.name)
-        _, outs = _site_io(site.module, kind)
+        _, outs = _site_io(site.module, case.kind)
         with torch.no_grad(), read_heads(case.model, site) as cap:
             case.run()
         for call, out in enumerate(outs):
@@ -254,7 +276,7 @@ def test_projections_match_the_layout_before_the_output_projection(kind: str) ->
             torch.testing.assert_close(mixed, out.reshape(mixed.shape), atol=1e-5, rtol=1e-5)
 
 
-@kinds
+@base_kinds
 def test_value_paths_on_a_single_token(kind: str) -> None:
     # one token attends only to itself, so head h's output is value[g(h)] @ x + value_bias[g(h)], and with
     # every bias zeroed the site's output projection is (sum_h M_h) x
@@ -350,3 +372,33 @@ def test_callbacks_reexports_the_probe() -> None:
     import recframe.heads as heads
 
     assert all(getattr(callbacks, name) is getattr(heads, name) for name in heads.__all__)
+
+
+@pytest.mark.parametrize("name", ["tiger", "sid-decoder"])
+def test_the_probe_sees_cached_exact_scoring(name: str) -> None:
+    # the full-catalogue walk that reuses ancestors' keys/values runs the same sites, one new token per call
+    from recframe.models.generative.decoding import exact_scores_cached
+    from recframe.models.generative.trie import SIDTrie
+
+    case = generative_case(name)
+    model = case.model
+    trie = SIDTrie.from_codes(model.codes, model.codebook_sizes)
+    history = torch.tensor([[0, 3, 5, 7], [1, 2, 3, 4]])
+
+    def scores() -> Tensor:
+        ctx = model.context(history)
+        return exact_scores_cached(trie, model.score_nodes, (ctx, model.node_cache(trie)), batch_size=2)
+
+    site = case.sites[-1] if name == "sid-decoder" else "decoder.1.attn"
+    with torch.no_grad():
+        with read_heads(model) as cap:
+            y = scores()
+        # the walk's last call: one new token (position) per level-1 node and user
+        assert cap.calls(site, 0)[-1].shape == (2 * int(trie.n_nodes[1]), 1, 4)
+        with scale_heads(model, {(s, h): 1.0 for s in case.sites for h in range(4)}):
+            assert torch.equal(scores(), y)
+        with patch_heads(model, {key: cap.calls(*key) for key in cap.keys()}):
+            assert torch.equal(scores(), y)
+        with scale_heads(model, {(site, 2): 0.0}):
+            assert not torch.equal(scores(), y)
+    assert no_hooks_left(model)
