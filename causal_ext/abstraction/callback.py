@@ -58,6 +58,7 @@ from causal_ext.abstraction.scm import SCM
 from causal_ext.abstraction.valuemaps import ValueMap
 from recframe.callbacks import ReportCallback
 from recframe.data.eval_view import EvaluationView
+from recframe.metrics.topk import masked_top_k
 
 
 def primary_genres(features: Any, n_items: int, max_genres: int = 8) -> tuple[np.ndarray, list[str]]:
@@ -121,12 +122,14 @@ class GenreHistogram(ValueMap):
 
 
 def top_k_items(scores: np.ndarray, k: int) -> np.ndarray:
-    """Ids of the ``k`` highest scores of each row of ``scores`` ``[n, n_items + 1]``, in no particular order.
+    """Ids of the ``k`` highest scores of each row of ``scores`` ``[n, n_items + 1]``, best first.
 
-    Masking is the caller's: the rows come from the low-level model with the padding column and
-    the history's items already at ``-inf``.
+    The one masked top-K (:func:`~recframe.metrics.topk.masked_top_k`) on rows that come masked: the
+    low-level model puts the padding column and the history's items at ``-inf``. A row with fewer than
+    ``k`` eligible items fills the rest with the padding id 0 (genre ``other``).
     """
-    return np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    rows = torch.from_numpy(np.asarray(scores, dtype=np.float64))
+    return masked_top_k(rows, k, masked_scores=True).items.numpy()
 
 
 class TopKGenreShare(ValueMap):
