@@ -5,8 +5,11 @@ A model implements two methods:
 * ``loss(batch) -> Tensor`` on training batches of the kind named by its
   ``train_batch`` class attribute (``pairwise``, ``sequence`` or ``history``);
 * ``score(batch) -> Tensor [B, n_items + 1]`` on evaluation batches (keys
-  ``users``, ``history``): a score for every item of the catalogue. The base
-  class masks the padding column and the seen items, so models never do.
+  ``users``, ``history``): a score for every item of the catalogue, padding
+  column and seen items included. Models need not mask: the evaluator drops the
+  padding column and the batch's ``seen`` items from the ranking
+  (:mod:`recframe.metrics.ranking`), and serving does the same through
+  :func:`recframe.metrics.topk.masked_top_k`.
 
 Embedding models also expose ``query_embedding(batch)`` and
 ``item_embeddings()`` (what FAISS serves); their ``score`` is the inner product.
