@@ -49,6 +49,7 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -178,11 +179,13 @@ class _ChainHandle:
 class _HeadHookKind(_Kind):
     """recframe's own layers: they call ``self.head_hook(self, heads)`` before the output projection."""
 
-    def layer_class(self) -> type[nn.Module]:
-        raise NotImplementedError
+    layer: tuple[str, str]  # (module, class) of the layer, imported late: models may use the probe
 
     def matches(self, module: nn.Module) -> bool:
-        return isinstance(module, self.layer_class())
+        return isinstance(module, getattr(importlib.import_module(self.layer[0]), self.layer[1]))
+
+    def describe(self, module: nn.Module) -> tuple[int, int, int]:
+        return module.n_heads, module.head_dim, getattr(module, "n_kv_heads", module.n_heads)
 
     def to_layout(self, heads: Tensor) -> Tensor:
         return heads
@@ -202,15 +205,7 @@ class _HeadHookKind(_Kind):
 
 
 class _SASRecKind(_HeadHookKind):
-    name = "sasrec"
-
-    def layer_class(self) -> type[nn.Module]:
-        from recframe.models.layers import CausalSelfAttention  # imported late: models may use the probe
-
-        return CausalSelfAttention
-
-    def describe(self, module: nn.Module) -> tuple[int, int, int]:
-        return module.n_heads, module.head_dim, module.n_kv_heads
+    name, layer = "sasrec", ("recframe.models.layers", "CausalSelfAttention")
 
     def projections(self, module: nn.Module) -> HeadProjections:
         H, G, dh = module.n_heads, module.n_kv_heads, module.head_dim
@@ -226,15 +221,7 @@ class _SASRecKind(_HeadHookKind):
 
 
 class _RowKind(_HeadHookKind):
-    name = "row"
-
-    def layer_class(self) -> type[nn.Module]:
-        from recframe.models.generative.attention import RowAttention  # imported late, as above
-
-        return RowAttention
-
-    def describe(self, module: nn.Module) -> tuple[int, int, int]:
-        return module.n_heads, module.head_dim, module.n_heads
+    name, layer = "row", ("recframe.models.generative.attention", "RowAttention")
 
     def to_layout(self, heads: Tensor) -> Tensor:  # [B, N, H, q, d_h] -> [B * N, H, q, d_h]
         return heads.flatten(0, 1)
