@@ -115,7 +115,7 @@ class ReportCallback(L.Callback):
         if view is None:
             raise ValueError("a ReportCallback reads its data from the trainer's datamodule, but "
                              f"{type(dm).__name__} has no eval_view(stage); pass a "
-                             "recframe.data.RecDataModule to trainer.fit/test (datamodule=...).")
+                             "recframe.data.datamodule.RecDataModule to trainer.fit/test (datamodule=...).")
         return view(stage)
 
     def publish(self, trainer: L.Trainer, report: dict[str, Any],
