@@ -79,21 +79,30 @@ class AtomicTable:
                 )
         return values
 
-    def floats(self, field: str, *, allow_empty: bool = True) -> np.ndarray:
+    def floats(self, field: str, *, allow_empty: bool = True, finite: bool = True) -> np.ndarray:
         """``field`` converted to float64.
 
         Empty values (and a literal ``nan``) become NaN if ``allow_empty``,
-        else they are an error. A value that is not a number raises a
-        :class:`DataError` naming the first offending line and value.
+        else they are an error. A value that is not a number, or (``finite``)
+        is ``inf``/``-inf``, raises a :class:`DataError` naming the first
+        offending line and value.
         """
         raw = self.frame[field].str.strip()
         try:  # fast path: every value parses
             values = raw.astype(np.float64).to_numpy()
-            if allow_empty or not np.isnan(values).any():
+            if (allow_empty or not np.isnan(values).any()) and not (finite and np.isinf(values).any()):
                 return values
         except (ValueError, TypeError):
             values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
         text = raw.to_numpy(dtype=object)
+        infinite = np.isinf(values) if finite else np.zeros(len(values), dtype=bool)
+        if infinite.any():
+            first = int(np.flatnonzero(infinite)[0])
+            raise DataError(
+                f"{self.label} line {int(self.lines[first])}: field {field!r} has value {text[first]!r}, "
+                f"which is not finite ({int(infinite.sum())} such rows). Every value there must be a finite "
+                "number; fix or drop those rows."
+            )
         bad = np.isnan(values)
         if allow_empty and bad.any():
             idx = np.flatnonzero(bad)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ from recframe.data.eval_view import EvaluationView
 from recframe.data.interactions import DataError, Histories, Interactions
 from recframe.data.splits import Split, make_split
 from recframe.metrics.families import MetricFamily
+
+logger = logging.getLogger("recframe.data")
 
 
 class ShardSampler(DistributedSampler):
@@ -176,10 +179,14 @@ def load_source(dataset: str, root: str, columns: dict[str, str] | None,
 
         return make_synthetic(**(synthetic or {})).interactions
     path = Path(dataset)
-    if path.is_dir():
+    if path.is_dir() or (path.suffix.lower() == ".inter" and path.is_file()):
         from recframe.data.sources import load_atomic
 
         return load_atomic(path, columns=columns)
+    if _looks_like_path(dataset) and not path.exists():
+        raise DataError(f"data.dataset: {dataset} not found (no such file or directory); give an existing "
+                        "directory of atomic files, a .inter/.csv/.tsv/.parquet file, or a catalogued name "
+                        "(recframe data list).")
     if path.suffix.lower() in {".csv", ".tsv", ".parquet", ".txt"}:
         from recframe.data.sources import load_table
 
@@ -194,12 +201,29 @@ def load_source(dataset: str, root: str, columns: dict[str, str] | None,
     return catalog.load(dataset, root)
 
 
+def _looks_like_path(dataset: str) -> bool:
+    """A ``data.dataset`` value meant as a path (catalogued names hold no separators or file suffixes)."""
+    path = Path(dataset)
+    return ("/" in dataset or "\\" in dataset or dataset.startswith((".", "~"))
+            or path.suffix.lower() in {".inter", ".csv", ".tsv", ".parquet", ".txt"})
+
+
+def check_eval_ks(eval_ks: Any) -> list[int]:
+    """``data.eval_ks`` as a list of positive ints; anything else is one clear :class:`DataError`."""
+    ks = list(eval_ks)
+    if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
+        raise DataError(f"data.eval_ks must be a non-empty list of whole numbers >= 1 (the metric cut-offs), "
+                        f"got {ks}; e.g. eval_ks: [10, 20].")
+    return ks
+
+
 class RecDataModule(L.LightningDataModule):
     """Loads, filters and splits one dataset and serves every batch kind.
 
     Args:
         dataset: catalogued name (``ml-100k``), ``synthetic``, a directory of
-            RecBole atomic files, or a CSV/TSV/Parquet file.
+            RecBole atomic files (or its ``.inter`` file), or a CSV/TSV/Parquet file.
+            A path that does not exist is refused as not found.
         root: dataset cache directory for catalogued datasets (env ``RECFRAME_DATA`` overrides).
         columns: column map for tables/atomic files (``user``, ``item``, ``rating``, ``timestamp``).
         synthetic: keyword arguments for the synthetic generator.
@@ -209,13 +233,18 @@ class RecDataModule(L.LightningDataModule):
         item_k: k-core threshold on items (0 = off).
         like_threshold: rating at or above which an interaction is liked (+1).
         dislike_threshold: rating at or below which it is disliked (-1).
-        max_len: history length fed to sequential models.
+        duplicates: exact duplicate rows (same user, item and timestamp): ``drop`` (default) keeps
+            the first copy and logs how many went, so a held-out event cannot also sit in the
+            user's training history; ``keep`` keeps every copy (logged as a warning).
+            See :func:`recframe.data.filters.drop_exact_duplicates`.
+        max_len: history length fed to sequential models (the CLI links it to the model's
+            ``max_len``, so a config sets it once, here).
         window_stride: for sequence models, how far consecutive training windows of one user
             are apart (default ``max_len``: no overlap). A smaller stride gives every target at
             least ``max_len - window_stride + 1`` items of context (see ``SequenceWindows.build``).
         batch_size: training batch size.
         eval_batch_size: users per evaluation chunk (metrics do not depend on it).
-        eval_ks: cut-offs for every metric.
+        eval_ks: cut-offs for every metric, whole numbers >= 1.
         signed_lambda: penalty weight of a disliked hit in signed metrics.
         metric_families: extra metric families the evaluator streams for every
             model on this data (in YAML a list of ``{class_path, init_args}``);
@@ -235,6 +264,7 @@ class RecDataModule(L.LightningDataModule):
         item_k: int = 0,
         like_threshold: float = 4.0,
         dislike_threshold: float = 2.0,
+        duplicates: Literal["drop", "keep"] = "drop",
         max_len: int = 50,
         window_stride: int | None = None,
         batch_size: int = 256,
@@ -255,6 +285,9 @@ class RecDataModule(L.LightningDataModule):
         self.ratio = tuple(ratio)
         self.user_k, self.item_k = user_k, item_k
         self.like_threshold, self.dislike_threshold = like_threshold, dislike_threshold
+        if duplicates not in ("drop", "keep"):
+            raise DataError(f"data.duplicates must be 'drop' or 'keep', got {duplicates!r}.")
+        self.duplicates = duplicates
         self.max_len = max_len
         if window_stride is not None and not 1 <= window_stride <= max_len:
             raise DataError(f"data.window_stride must be between 1 and data.max_len={max_len}, got "
@@ -262,7 +295,7 @@ class RecDataModule(L.LightningDataModule):
         self.window_stride = window_stride
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size
-        self.eval_ks = list(eval_ks or [10, 20])
+        self.eval_ks = check_eval_ks(eval_ks if eval_ks is not None else [10, 20])
         self.signed_lambda = signed_lambda
         self.metric_families = list(metric_families or [])
         self.num_workers = num_workers
@@ -277,10 +310,16 @@ class RecDataModule(L.LightningDataModule):
         return self._split
 
     def _build_split(self) -> Split:
-        from recframe.data.filters import k_core, signed_labels
+        from recframe.data.filters import drop_exact_duplicates, exact_duplicates, k_core, signed_labels
 
         root = os.environ.get("RECFRAME_DATA", self.root)
         inter = load_source(self.dataset, root, self.columns, self.synthetic)
+        if self.duplicates == "drop":
+            inter = drop_exact_duplicates(inter)
+        elif (n_dup := int(exact_duplicates(inter).sum())) > 0:
+            logger.warning("%s: keeping %d exact duplicate (user, item, timestamp) rows (data.duplicates: "
+                           "keep); a held-out copy can also sit in the user's training history.",
+                           self.dataset, n_dup)
         if self.user_k > 0 or self.item_k > 0:
             inter = k_core(inter, user_k=self.user_k, item_k=self.item_k)
         inter = signed_labels(inter, like_threshold=self.like_threshold,

@@ -4,6 +4,8 @@
   item has at least ``user_k`` / ``item_k`` interactions.
 * :func:`signed_labels` derives the signed feedback label from ratings.
 * :func:`drop_duplicates` keeps one row per (user, item) pair.
+* :func:`drop_exact_duplicates` keeps one row per (user, item, timestamp)
+  event: the data module's default duplicate policy (``data.duplicates``).
 
 All return new tables; ids are re-compacted only where rows of whole users or
 items can disappear (:func:`k_core`).
@@ -11,9 +13,13 @@ items can disappear (:func:`k_core`).
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from recframe.data.interactions import DataError, Interactions
+
+logger = logging.getLogger("recframe.data")
 
 
 def k_core(inter: Interactions, user_k: int = 5, item_k: int = 5) -> Interactions:
@@ -94,4 +100,38 @@ def drop_duplicates(inter: Interactions, keep: str = "last") -> Interactions:
     return inter.select(np.sort(index))
 
 
-__all__ = ["drop_duplicates", "k_core", "signed_labels"]
+def exact_duplicates(inter: Interactions) -> np.ndarray:
+    """Boolean mask of rows that repeat an earlier row's (user, item, timestamp), in file order.
+
+    The first occurrence of each (user, item, timestamp) is not marked; every later copy is.
+    """
+    n = len(inter)
+    order = np.lexsort((np.arange(n), inter.timestamp, inter.item, inter.user))  # stable: file order
+    u, i, t = inter.user[order], inter.item[order], inter.timestamp[order]
+    repeat = np.zeros(n, dtype=bool)
+    repeat[1:] = (u[1:] == u[:-1]) & (i[1:] == i[:-1]) & (t[1:] == t[:-1])
+    mask = np.zeros(n, dtype=bool)
+    mask[order[repeat]] = True
+    return mask
+
+
+def drop_exact_duplicates(inter: Interactions) -> Interactions:
+    """Keep the first of every group of rows with the same (user, item, timestamp); log how many went.
+
+    An exact duplicate is the same event recorded twice. Kept, it can put a held-out
+    interaction into the user's own training history (leave-one-out holds out one copy,
+    the other stays in training), so this is the data module's default
+    (``data.duplicates: drop``). The same item at a *different* time is a repeat
+    consumption and stays. The first copy keeps its rating and label. Every user and
+    item keeps at least one row, so ids are unchanged.
+    """
+    repeat = exact_duplicates(inter)
+    n_dropped = int(repeat.sum())
+    if n_dropped == 0:
+        return inter
+    logger.info("%s: dropped %d exact duplicate (user, item, timestamp) rows of %d (data.duplicates: drop; "
+                "set data.duplicates: keep to keep them)", inter.name, n_dropped, len(inter))
+    return inter.select(~repeat)
+
+
+__all__ = ["drop_duplicates", "drop_exact_duplicates", "exact_duplicates", "k_core", "signed_labels"]

@@ -154,6 +154,10 @@ class Interactions:
         u_raw, u_dense = _dense_ids(users)
         i_raw, i_dense = _dense_ids(items)
         ts = np.arange(n, dtype=np.float64) if timestamps is None else np.asarray(timestamps, np.float64)
+        if not np.isfinite(ts).all():
+            row = int(np.flatnonzero(~np.isfinite(ts))[0])
+            raise DataError(f"{name}: timestamp of row {row} is {ts[row]}; every timestamp must be a finite "
+                            f"number ({int((~np.isfinite(ts)).sum())} rows are not). Fix or drop those rows.")
         rt = np.full(n, np.nan, np.float32) if ratings is None else np.asarray(ratings, np.float32)
         lb = np.zeros(n, dtype=np.int8) if labels is None else np.asarray(labels, dtype=np.int8)
         feats = None

@@ -241,6 +241,14 @@ def load_table(
                 raise DataError(f"{path.name}: column {column!r} ({key}) holds dates, not numbers.")
             return col.to_numpy(dtype="datetime64[ns]").astype(np.int64) / 1e9
         values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+        infinite = np.isinf(values)
+        if infinite.any():
+            first = int(np.flatnonzero(infinite)[0])
+            raise DataError(
+                f"{path.name} {where} {first + offset}: column {column!r} ({key}) has value "
+                f"{col.iloc[first]!r}, which is not finite ({int(infinite.sum())} such rows). "
+                "Every value there must be a finite number; fix or drop those rows."
+            )
         bad = np.isnan(values) & col.notna().to_numpy()
         if key == "timestamp":
             bad |= col.isna().to_numpy()
