@@ -122,7 +122,7 @@ class ReportCallback(L.Callback):
                 metrics: dict[str, float] | None = None) -> dict[str, Any]:
         """Keep ``report`` in ``report_``, write it to ``output`` and log ``metrics``; returns ``report_``."""
         self.report_ = to_plain(report, where=f"the report of {type(self).__name__}")
-        if self.output:
+        if self.output and trainer.is_global_zero:  # under DDP every rank holds the report; one writes it
             self.write_report(self.output)
         if metrics:
             named = {f"{self.log_prefix}/{k}": float(v) for k, v in metrics.items()}

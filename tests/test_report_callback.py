@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import lightning as L
@@ -103,6 +104,13 @@ def test_a_failed_write_keeps_the_previous_file(tmp_path: Path, monkeypatch: pyt
         cb.publish(trainer, {"a": 2, "long": list(range(1000))})
     assert json.loads(out.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_only_the_global_zero_process_writes_the_file(tmp_path: Path) -> None:
+    other_rank = SimpleNamespace(is_global_zero=False, loggers=[], global_step=0)
+    cb = ReportCallback(output=str(tmp_path / "r.json"))
+    cb.publish(other_rank, {"a": 1})  # type: ignore[arg-type]
+    assert cb.report_ == {"a": 1} and not (tmp_path / "r.json").exists()
 
 
 def test_a_value_that_is_not_json_is_one_clear_error(tmp_path: Path) -> None:
