@@ -40,8 +40,9 @@ Generative models (those with ``generate(history, k, beam)``, e.g. TIGER) can
 instead be served by trie-constrained beam search, ``decode="beam", beam=B``:
 every answer is a valid item of the trie, and with ``B`` at least the catalogue
 size the answer equals exact scoring's top-k. Seen items are removed after the
-search, so the search is asked for ``k`` plus the row's excluded items (and the
-beam widened to hold them).
+search, so the search is asked for ``k`` plus the most excluded items of a row
+in the batch (and the beam widened to hold them); nothing of catalogue size is
+allocated per row.
 
 Unknown ids. By default an unknown user or history item raises
 :class:`UnknownIdError` naming it, and an empty history raises ``ValueError``.
@@ -71,7 +72,7 @@ import torch
 
 from recframe.checkpoint_io import CheckpointError, load_checkpoint
 from recframe.data.batches import pad_rows
-from recframe.metrics.topk import check_finite_rows, check_k, masked_top_k
+from recframe.metrics.topk import TopK, check_finite_rows, check_k, masked_top_k
 
 logger = logging.getLogger("recframe.serving")
 
@@ -327,22 +328,33 @@ class Recommender:
         return top.items.numpy(), top.scores.numpy(), top.valid.sum(dim=1).numpy()
 
     def _beam_top_k(self, history: torch.Tensor, exclude: tuple[np.ndarray, np.ndarray] | None, k: int,
-                    beam: int, names: list[str]) -> Any:
+                    beam: int, names: list[str]) -> TopK:
         """Top-``k`` by the model's trie beam search, seen items removed (module docstring, Decoding).
 
         The search returns ``fetch = k + max excluded items of a row`` hypotheses (at most the catalogue), so
-        that ``k`` remain after exclusion; its path log-probabilities are written into a ``-inf`` row and the
-        one masked top-K drops excluded items and refuses NaN/+inf.
+        that ``k`` remain after exclusion. Its ``[B, fetch]`` list is ranked by the one masked top-K with the
+        list positions as columns (position ``j`` is column ``j + 1``; excluded items and empty slots at
+        ``-inf``), so nothing of catalogue size is allocated; NaN/+inf log-probabilities raise.
         """
-        n_items = len(self.item_ids) - 1
+        n_items, model_name = len(self.item_ids) - 1, type(self.model).__name__
         extra = int(np.diff(exclude[0]).max()) if exclude is not None and len(exclude[0]) > 1 else 0
         fetch = min(n_items, k + extra)
         found = self.model.generate(history, k=fetch, beam=max(beam, fetch))
-        items = found.items.cpu().long()
-        full = torch.full((items.shape[0], n_items + 1), float("-inf"))
-        full.scatter_(1, items, found.log_probs.cpu().float())
-        return masked_top_k(full, k, exclude=exclude, model_name=type(self.model).__name__, users=names,
-                            masked_scores=True)
+        items, log_probs = found.items.cpu().long(), found.log_probs.cpu().float()
+        check_finite_rows(log_probs, model_name=model_name, users=names, first_column=0, masked_scores=True,
+                          what="beam log-probabilities")
+        drop = items == 0
+        if exclude is not None:
+            indptr, flat = exclude
+            stride = n_items + 1  # one key per (row, item)
+            seen_keys = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr)) * stride + flat
+            keys = np.arange(items.shape[0])[:, None] * stride + items.numpy()
+            drop |= torch.from_numpy(np.isin(keys, seen_keys))
+        by_position = torch.cat([torch.full((items.shape[0], 1), float("-inf")),
+                                 log_probs.masked_fill(drop, float("-inf"))], dim=1)
+        top = masked_top_k(by_position, k, model_name=model_name, users=names, masked_scores=True)
+        chosen = items.gather(1, (top.items - 1).clamp(min=0)).masked_fill(~top.valid, 0)
+        return TopK(chosen, top.scores, top.valid)
 
     def _popular(self, k: int) -> tuple[np.ndarray, np.ndarray, int]:
         counts = self.popularity.astype(np.float64).copy()
