@@ -108,6 +108,8 @@ def masked_top_k(scores: Tensor, k: int, *, exclude: Exclude | None = None, keep
     k = check_k(k)
     if scores.dim() != 2 or scores.shape[1] < 1:
         raise ValueError(f"scores must be [B, n_items + 1], got {tuple(scores.shape)}")
+    if not scores.is_floating_point():  # integer scores (counts): -inf masking needs a float row
+        scores = scores.float()
     batch, n_cols = scores.shape
     width = min(k, n_cols - 1)
     csr = _csr(exclude, batch, scores.device) if isinstance(exclude, tuple) else None

@@ -89,6 +89,11 @@ def test_blocks_give_the_one_pass_answer(monkeypatch: pytest.MonkeyPatch) -> Non
         masked_top_k(scores, 5, exclude=(indptr, flat))
 
 
+def test_integer_scores_are_ranked_as_floats() -> None:
+    top = masked_top_k(torch.tensor([[9, 1, 5, 3]]), 2, exclude=torch.tensor([[2]]))
+    assert top.items.tolist() == [[3, 1]] and top.scores.tolist() == [[3.0, 1.0]]
+
+
 def test_evaluator_entry_point_keeps_held_out_items() -> None:
     scores = torch.tensor([[0.0, 0.9, 0.8, 0.7, 0.6]])
     items, ok = masked_topk(scores, torch.tensor([[1]]), torch.tensor([[1, 2]]), 10)
