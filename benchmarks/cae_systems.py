@@ -13,13 +13,15 @@ variable can expose).
 
 For every system, condition and seed the script fits the CAE with and without the faithfulness
 perturbations (both directions, MSE / Jensen-Shannon / MMD, ``--interventions`` sampled
-interventions, the system's replicate count) and the observational baselines (output correlation,
-mutual information, on ``--interventions`` sampled inputs). A metric *discriminates* an invalid
-condition when its score is above the valid condition's on every seed pair (AUROC = 1 over seeds;
-ties count half). The convergence study refits the faithful MSE CAE ``--repeats`` times with
-``max(ns)`` interventions and re-scores prefixes of ``n`` interventions: the plot shows how often
-an ``n``-intervention CAE ranks each invalid condition above the valid one (independent repeats
-paired), and the relative error to the largest-``n`` mean.
+interventions, the system's replicate count), the observational baselines (output correlation,
+mutual information, on ``--interventions`` sampled inputs) and interchange-intervention accuracy
+(:mod:`causal_ext.abstraction.interchange`, ``--interventions`` base/source pairs per aligned
+variable), the standard alignment measure of causal-abstraction work, reported as ``1 - IIA``. A
+metric *discriminates* an invalid condition when its score is above the valid condition's on every
+seed pair (AUROC = 1 over seeds; ties count half). The convergence study refits the faithful MSE CAE
+``--repeats`` times with ``max(ns)`` interventions and re-scores prefixes of ``n`` interventions:
+the plot shows how often an ``n``-intervention CAE ranks each invalid condition above the valid one
+(independent repeats paired), and the relative error to the largest-``n`` mean.
 
 Writes ``benchmarks/results/cae_systems.{json,md}`` and ``docs/img/cae_convergence.png``.
 """
@@ -36,7 +38,13 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmarks.common import RESULTS, save_figure, write_results
-from causal_ext.abstraction import CausalAbstractionError, ObservationalBaselines, convergence_curve, systems
+from causal_ext.abstraction import (
+    CausalAbstractionError,
+    InterchangeInterventionAccuracy,
+    ObservationalBaselines,
+    convergence_curve,
+    systems,
+)
 
 PLOT = Path(__file__).resolve().parent.parent / "docs" / "img" / "cae_convergence.png"
 DISTANCES = ("mse", "js", "mmd")
@@ -52,6 +60,7 @@ FAMILIES = {  # column key -> (family, label)
     "cae_nf_mmd": ("causal, no faithfulness", "CAE (MMD)"),
     "corr": ("observational", "1 - output correlation"),
     "mi": ("information-theoretic", "1 - normalised MI"),
+    "iia": ("interchange intervention", "1 - IIA"),
 }
 
 
@@ -70,6 +79,8 @@ def run_case(case: systems.Case, seed: int, n: int) -> dict[str, float]:
                                                                                    case.abstraction)
     out["corr"] = base.correlation_error_
     out["mi"] = base.mutual_information_error_
+    iia = InterchangeInterventionAccuracy(n_pairs=n, n_replicates=reps, seed=seed)
+    out["iia"] = 1.0 - iia.fit(case.low, case.high, case.abstraction).iia_
     return out
 
 
@@ -128,9 +139,9 @@ def ranking_accuracy(conv: dict[str, Any]) -> dict[str, dict[str, list[float]]]:
 def markdown(summary: dict[str, dict[str, dict[str, float]]], disc: dict[str, dict[str, float]],
              acc: dict[str, dict[str, list[float]]], ns: list[int], header: str) -> str:
     """The benchmark table, the discrimination table and the convergence table."""
-    cols = ["cae_f_mse_down", "cae_f_mse_up", "cae_f_js", "cae_f_mmd", "cae_nf_mse", "corr", "mi"]
+    cols = ["cae_f_mse_down", "cae_f_mse_up", "cae_f_js", "cae_f_mmd", "cae_nf_mse", "corr", "mi", "iia"]
     names = ["CAE↓ faithful (MSE)", "CAE↑ faithful (MSE)", "CAE faithful (JS)", "CAE faithful (MMD)",
-             "CAE no faithfulness (MSE)", "1 - output corr.", "1 - NMI"]
+             "CAE no faithfulness (MSE)", "1 - output corr.", "1 - NMI", "1 - IIA"]
     lines = [header, "", "| system | condition | valid | " + " | ".join(names) + " |",
              "|---|---|:-:|" + "---:|" * len(cols)]
     for key, stats in summary.items():
