@@ -45,6 +45,7 @@ from causal_ext.abstraction.domains import (
     Normal,
     Uniform,
 )
+from causal_ext.abstraction.interchange import InterchangeInterventionAccuracy, outputs_agree
 from causal_ext.abstraction.sampling import InterventionBatch, sample_interventions
 from causal_ext.abstraction.scm import SCM, Clamp
 from causal_ext.abstraction.valuemaps import (
@@ -60,6 +61,8 @@ from causal_ext.abstraction.valuemaps import (
 )
 
 __all__ = [
+    "InterchangeInterventionAccuracy",
+    "outputs_agree",
     "DISTANCES", "SCM", "Abstraction", "Bernoulli", "BitsToInt", "Categorical", "CausalAbstractionError",
     "Clamp", "Constant", "ConvergenceCurve", "Count", "Domain", "Empirical", "FaithfulnessTest",
     "FunctionDomain", "FunctionMap", "Identity", "InterventionBatch", "Majority", "Mean", "Normal",
