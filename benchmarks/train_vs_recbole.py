@@ -110,9 +110,7 @@ def load_config(path: Path = CONFIG) -> dict[str, Any]:
     model = {**_defaults(SASRec), **cfg["model"].get("init_args", {})}
     data = {**_defaults(RecDataModule), **cfg.get("data", {})}
     trainer = cfg.get("trainer", {})
-    if model["max_len"] != data["max_len"]:
-        raise ValueError(f"{path}: model.init_args.max_len={model['max_len']} differs from "
-                         f"data.max_len={data['max_len']}; set both to the same value.")
+    model["max_len"] = data["max_len"]  # linked from data.max_len, as `recframe fit` links it
     return {"model": model, "data": data, "trainer": trainer, "seed": cfg.get("seed_everything", 0)}
 
 

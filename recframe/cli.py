@@ -1,26 +1,47 @@
 """The ``recframe`` command.
 
+Subcommands (``recframe`` alone prints this list):
+
 * ``recframe fit|validate|test --config FILE`` — LightningCLI over any
   :class:`recframe.models.RecModel` and :class:`recframe.data.RecDataModule`
   (``class_path``/``init_args``, ``--print_config``, dotted overrides such as
   ``--trainer.max_epochs 5``). Constructor type hints are the config schema:
-  a wrong key or type stops before any work, naming the key.
-* ``recframe data prepare NAME`` — fetch, verify and cache a catalogued dataset.
+  a wrong key or type stops before any work, naming the key. Lightning's
+  ``predict`` is not offered (a ranking model has nothing to predict per batch;
+  use ``recommend``).
+* ``recframe data prepare NAME`` / ``recframe data list`` — fetch, verify and
+  cache a catalogued dataset; list the catalogue.
+* ``recframe recommend --ckpt CKPT --user ID [-k 10] [--format table|json|csv]
+  [--decode exact|beam --beam 20]`` — top-k items from a checkpoint, in raw ids
+  (:class:`recframe.serving.Recommender`).
+
+Settings written once: ``n_items`` and ``n_users`` come from the data, and
+``max_len`` is linked from ``data.max_len`` to the model (LightningCLI argument
+links), so a config sets it only under ``data:``; a model ``max_len`` in a config
+or on the command line is refused with one line saying so.
 
 Defaults every run gets: seed 0, CSV logs under ``runs/``, a checkpoint of the
 best validation NDCG plus ``last.ckpt`` after every epoch (written atomically, loadable with
 ``weights_only=True``), and run metadata (resolved config, seed, data
 fingerprint, library versions) inside every checkpoint.
+
+User errors (a bad config value, missing data, a damaged checkpoint, a model
+producing non-finite scores, a bad ``-k``) end in one line ``recframe...: error: ...``
+and exit status 2; set ``RECFRAME_TRACEBACK=1`` for the full traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import sys
 import warnings
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
+import yaml
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
@@ -41,11 +62,19 @@ class RecCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: Any) -> None:
         parser.link_arguments("data.n_items", "model.init_args.n_items", apply_on="instantiate")
         parser.link_arguments("data.n_users", "model.init_args.n_users", apply_on="instantiate")
+        # written once, under data: (models without a max_len parameter ignore the link)
+        for key in LINKED_FROM_DATA:
+            parser.link_arguments(f"data.{key}", f"model.init_args.{key}", apply_on="parse")
+
+    def parse_arguments(self, parser: Any, args: Any) -> None:
+        """Refuse a model setting that is linked from ``data`` before parsing (the link would hide it)."""
+        refuse_linked_model_keys(sys.argv[1:] if args is None else args)
+        super().parse_arguments(parser, args)
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         parser = self._parser(self.subcommand)  # the subcommand's parser, as SaveConfigCallback uses
-        self._config_text = parser.dump(cfg, skip_none=False, skip_validation=True)
+        self._config_text = parser.dump(cfg, skip_unset=False, skip_validation=True)
         self._seed = cfg.get("seed_everything")
 
     def instantiate_classes(self) -> None:
@@ -54,6 +83,51 @@ class RecCLI(LightningCLI):
             if isinstance(cb, RunMetadata):
                 cb.config_text = getattr(self, "_config_text", "")
                 cb.seed = self._seed if isinstance(self._seed, int) else None
+
+
+#: data settings the CLI links to the model's constructor argument of the same name
+LINKED_FROM_DATA = ("max_len",)
+
+
+def refuse_linked_model_keys(args: Any) -> None:
+    """Raise one clear ``ArgumentError`` if a config file or an override sets a linked model key.
+
+    ``args`` is the LightningCLI argument list (config files after ``--config``/``-c``,
+    dotted overrides) or a config dict. A value linked from ``data`` would otherwise be
+    overwritten silently, so a config that still sets ``model.init_args.max_len`` is refused.
+    """
+    if isinstance(args, dict):
+        _check_model_section(args.get("model"), "the config")
+        return
+    args = [str(a) for a in args]
+    for i, arg in enumerate(args):
+        flag, _, inline = arg.partition("=")
+        value = inline or (args[i + 1] if i + 1 < len(args) else "")
+        for key in LINKED_FROM_DATA:
+            if flag in (f"--model.init_args.{key}", f"--model.{key}"):
+                raise argparse.ArgumentError(None, _linked_message(key, f"the override {flag}"))
+        if flag in ("--config", "-c", "--model") and value and Path(value).is_file():
+            try:
+                loaded = yaml.safe_load(Path(value).read_text())
+            except (yaml.YAMLError, OSError, UnicodeDecodeError):
+                continue  # the parser reports unreadable files itself
+            if isinstance(loaded, dict):
+                section = loaded if flag == "--model" else loaded.get("model")
+                _check_model_section(section, value)
+
+
+def _check_model_section(section: Any, source: str) -> None:
+    if not isinstance(section, dict):
+        return
+    init_args = section.get("init_args")
+    for key in LINKED_FROM_DATA:
+        if key in section or (isinstance(init_args, dict) and key in init_args):
+            raise argparse.ArgumentError(None, _linked_message(key, source))
+
+
+def _linked_message(key: str, source: str) -> str:
+    return (f"model.init_args.{key} is set in {source}, but the model's {key} is linked from "
+            f"data.{key}; set {key} once, under data:, and remove it from the model.")
 
 
 def default_trainer_settings() -> dict[str, Any]:
@@ -116,7 +190,7 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> RecCLI:
 
 
 def _data_command(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="recframe data", description="Dataset acquisition and caching.")
+    parser = _OneLineParser(prog="recframe data", description="Dataset acquisition and caching.")
     sub = parser.add_subparsers(dest="action", required=True)
     prep = sub.add_parser("prepare", help="fetch, verify (sha256) and cache a catalogued dataset")
     prep.add_argument("name", help="catalogued dataset name, e.g. ml-100k")
@@ -137,40 +211,102 @@ def _data_command(argv: list[str]) -> int:
         print(f"{ns.name} ready at {path}")
         return 0
     except DataError as exc:
-        print(f"recframe data: error: {exc}", file=sys.stderr)
+        if os.environ.get("RECFRAME_TRACEBACK"):
+            raise
+        print(f"recframe data: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``prog: error: ...``) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer; pass a whole number >= 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is below 1; pass a whole number >= 1")
+    return value
+
+
+FORMATS = ("table", "json", "csv")
+
+
+def format_recommendations(out: Any, fmt: str) -> str:
+    """Render :class:`~recframe.serving.Recommendations` as ``table`` (aligned text), ``json`` or ``csv``.
+
+    ``json`` is one object per query, ``{"query", "fallback", "items": [{"rank", "item", "score"[,
+    "title"]}]}``; ``csv`` and ``table`` are the long frame of ``Recommendations.to_frame``
+    (``query, rank, item, score[, title], fallback``), one row per recommended item.
+    """
+    if fmt == "json":
+        rows = []
+        for r, query in enumerate(out.queries):
+            items = []
+            for rank, (item, score) in enumerate(zip(out.items[r], out.scores[r]), start=1):
+                entry = {"rank": rank, "item": item, "score": float(score)}
+                if out.titles is not None:
+                    entry["title"] = out.titles[r][rank - 1]
+                items.append(entry)
+            rows.append({"query": query, "fallback": bool(out.fallback[r]), "items": items})
+        return json.dumps(rows, indent=2)
+    frame = out.to_frame()
+    if fmt == "csv":
+        return frame.to_csv(index=False).rstrip("\n")
+    return frame.to_string(index=False) if len(frame) else "no eligible items"
+
+
 def _recommend_command(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="recframe recommend", description="Top-k recommendations from a checkpoint, in raw ids.")
     parser.add_argument("--ckpt", required=True, help="checkpoint written by `recframe fit`")
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--user", action="append", help="raw user id (repeat for several users)")
     who.add_argument("--history", action="append",
                      help="comma-separated raw item ids, oldest first (sequential models; repeatable)")
-    parser.add_argument("-k", type=int, default=10, help="items per user (default 10)")
+    parser.add_argument("-k", type=_positive_int, default=10,
+                        help="items per user, a whole number >= 1 (capped at the catalogue size; default 10)")
     parser.add_argument("--include-seen", action="store_true",
                         help="keep items the user already interacted with")
     parser.add_argument("--cold-start", choices=["error", "popularity"], default="error",
                         help="unknown users: error (default) or the most popular items")
     parser.add_argument("--index", default="Flat",
                         help="FAISS factory string for embedding models (default Flat, exact)")
+    parser.add_argument("--format", choices=FORMATS, default="table",
+                        help="output: an aligned table (default), json or csv (for scripts)")
+    parser.add_argument("--decode", choices=["exact", "beam"], default="exact",
+                        help="exact full-catalogue scoring (default) or trie beam search (generative models)")
+    parser.add_argument("--beam", type=_positive_int, default=None,
+                        help="beam width for --decode beam (default 20)")
     ns = parser.parse_args(argv)
+    if ns.beam is not None and ns.decode != "beam":
+        parser.error("--beam applies only to --decode beam")
     from recframe.checkpoint_io import CheckpointError
+    from recframe.data.interactions import DataError
     from recframe.serving import Recommender, UnknownIdError
 
     try:
         rec = Recommender.from_checkpoint(ns.ckpt, index=ns.index)
         histories = [h.split(",") for h in ns.history] if ns.history else None
+        extra = {"beam": ns.beam} if ns.decode == "beam" else {}
         out = rec.recommend(users=ns.user, histories=histories, k=ns.k, exclude_seen=not ns.include_seen,
-                            cold_start=ns.cold_start)
-    except (CheckpointError, UnknownIdError, ValueError) as exc:
-        print(f"recframe recommend: error: {exc}", file=sys.stderr)
+                            cold_start=ns.cold_start, decode=ns.decode, **extra)
+    except (CheckpointError, DataError, UnknownIdError, ValueError) as exc:
+        if os.environ.get("RECFRAME_TRACEBACK"):
+            raise
+        print(f"recframe recommend: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
-    frame = out.to_frame()
-    print(frame.to_string(index=False) if len(frame) else "no eligible items")
+    print(format_recommendations(out, ns.format))
     return 0
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
 
 
 USAGE = """usage: recframe {fit,validate,test,data,recommend} ...
@@ -180,6 +316,7 @@ USAGE = """usage: recframe {fit,validate,test,data,recommend} ...
   recframe test     --config FILE --ckpt_path CKPT        test metrics of a checkpoint
   recframe data     {prepare NAME, list}                  fetch, verify and cache datasets
   recframe recommend --ckpt CKPT --user ID [-k 10]        top-k items for a user, with titles
+                   [--format table|json|csv] [--decode exact|beam --beam 20]
 
 `recframe fit --help` lists every key of the config schema; `--print_config` shows the resolved config.
 """

@@ -10,8 +10,10 @@ from collections.abc import Iterator
 
 from recframe.checkpoint_io import CheckpointError
 from recframe.data.interactions import DataError
+from recframe.metrics.ranking import NonFiniteScoresError
 
-USER_ERRORS = (DataError, CheckpointError, ArgumentError)
+#: errors a user fixes (config, data, checkpoint, a diverged model), printed as one line
+USER_ERRORS = (DataError, CheckpointError, ArgumentError, NonFiniteScoresError)
 
 
 @contextlib.contextmanager

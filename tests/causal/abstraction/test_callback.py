@@ -93,7 +93,7 @@ def test_yaml_config_trained_sasrec_and_weights_only_checkpoint(tmp_path: Path, 
     cfg.write_text(
         "seed_everything: 0\n"
         "model:\n  class_path: recframe.models.SASRec\n"
-        "  init_args: {max_len: 20, hidden: 16, n_layers: 1, n_heads: 1, inner: 32, lr: 0.005}\n"
+        "  init_args: {hidden: 16, n_layers: 1, n_heads: 1, inner: 32, lr: 0.005}\n"
         "data:\n  dataset: synthetic\n"
         f"  synthetic: {json.dumps(SYNTHETIC)}\n"
         "  max_len: 20\n  batch_size: 256\n"
