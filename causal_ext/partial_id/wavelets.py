@@ -42,6 +42,7 @@ __all__ = [
     "NormalScoreScaler",
     "UnitScaler",
     "joint_density_on_grid",
+    "nonnegative_rows",
     "resolution_level",
     "robust_scale",
     "scaling_basis",
@@ -242,12 +243,41 @@ def joint_density_on_grid(
     bx = tensor_rows([scaling_basis(ux[:, c], level_x, wavelet) for c in range(d)])
     by = scaling_basis(uy, level_y, wavelet)
     alpha = bx.T @ by / n                                            # (Kx, Ky) projection coefficients
-    gx = tensor_rows([scaling_basis(g, level_x, wavelet) for g in _mesh_columns(x_grid)])
-    gy = scaling_basis(y_grid, level_y, wavelet)
-    return gx @ alpha @ gy.T
+    out = alpha @ scaling_basis(y_grid, level_y, wavelet).T          # (Kx, len(y_grid))
+    # the x basis is a tensor product and the grid a product grid, so evaluate one covariate at a time
+    # (a mode product per axis) instead of forming the (prod len(g), Kx) Kronecker matrix
+    k1 = 2**level_x + support_length(wavelet) - 1
+    out = out.reshape((k1,) * d + (-1,))
+    for c, g in enumerate(x_grid):
+        out = np.moveaxis(np.tensordot(scaling_basis(g, level_x, wavelet), out, axes=([1], [c])), 0, c)
+    return out.reshape(-1, out.shape[-1])
 
 
-def _mesh_columns(x_grid: list[np.ndarray]) -> list[np.ndarray]:
-    """Columns of the C-order product grid of the per-covariate point lists."""
-    mesh = np.meshgrid(*x_grid, indexing="ij")
-    return [m.ravel() for m in mesh]
+def nonnegative_rows(values: np.ndarray, how: str = "shift") -> np.ndarray:
+    """Make each row of a signed density estimate non-negative.
+
+    * ``"clip"``: ``max(p, 0)``. Drops the negative lobes and so *adds* their mass
+      back in the tails, which inflates the spread of the law.
+    * ``"shift"``: ``max(p - xi, 0)`` with ``xi >= 0`` chosen per row so that the
+      row keeps its net mass ``sum(p)`` (Glad, Hjort and Ushakov 2003). This is the
+      Euclidean projection of the row onto the non-negative vectors of that mass,
+      so it is never farther from the true (non-negative) density in L2 than the
+      signed estimate; it trims the small positive tail values that sit beside the
+      negative lobes instead of keeping them. Rows of net mass <= 0 become 0.
+
+    Computed for all rows at once by the sort-based simplex projection
+    (``xi = (sum of the k largest - mass) / k`` for the largest ``k`` whose k-th
+    value still exceeds it).
+    """
+    p = np.asarray(values, dtype=float)
+    if how == "clip":
+        return np.maximum(p, 0.0)
+    if how != "shift":
+        raise ValueError(f"how={how!r} is unknown; use 'shift' or 'clip'")
+    mass = p.sum(axis=-1, keepdims=True)
+    top = -np.sort(-p, axis=-1)
+    k = np.arange(1, p.shape[-1] + 1)
+    xi_k = (np.cumsum(top, axis=-1) - mass) / k
+    last = np.sum(top > xi_k, axis=-1, keepdims=True)        # the condition holds for a prefix of k
+    xi = np.take_along_axis(xi_k, np.maximum(last - 1, 0), axis=-1)
+    return np.where(mass > 0, np.maximum(p - np.maximum(xi, 0.0), 0.0), 0.0)
