@@ -84,8 +84,9 @@ def test_shifted_positive_part_is_the_l2_projection() -> None:
     """``nonnegative_rows(p, "shift")`` is the closest non-negative row of the same mass (and "clip" is not).
 
     Checked against the defining property rather than a second implementation: the
-    result is feasible (>= 0, same net mass) and no other feasible row (400 random
-    ones, plus the clipped-and-rescaled row) is closer to ``p`` in L2.
+    result is feasible (>= 0, same net mass), no other feasible row (400 random ones,
+    plus the clipped-and-rescaled row) is closer to ``p`` in L2, and no small feasible
+    move of mass between two entries gets closer (first-order optimality).
     """
     rng = np.random.default_rng(3)
     p = rng.normal(0.2, 1.0, size=(50, 40))
