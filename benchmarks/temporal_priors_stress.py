@@ -5,7 +5,7 @@ Run::
     python -m benchmarks.temporal_priors_stress              # both parts (a few minutes)
     python -m benchmarks.temporal_priors_stress --seeds 1    # smoke
 
-The priors' claim (seed paragraph 14) is that a static ``exp(S)`` path-prohibition
+The priors' claim (partial-order temporal discovery) is that a static ``exp(S)`` path-prohibition
 penalty is unstable on cyclic summary graphs (repeated walks accumulate) while the
 normalised one is not. Two parts:
 

@@ -1,4 +1,4 @@
-"""Two-cluster behaviour of causal-attention dynamics (seed paragraph 7).
+"""Two-cluster behaviour of causal-attention dynamics (Karagodin et al., NeurIPS 2024).
 
 Tokens on the unit sphere move by ``dx_k/dt = P_{x_k}(sum_{j<=k} softmax_j(beta <Q x_k, K x_j>) V x_j)``
 (causal masking: token ``k`` sees tokens ``1..k``). For ``lambda_max(V) > 0`` they converge to two clusters

@@ -1,7 +1,7 @@
 """The causal-attention token ODE on the unit sphere (functional core).
 
 For tokens ``x_1, ..., x_n`` on the unit sphere ``S^{d-1}`` the dynamics studied by Karagodin et al.
-(*Clustering in causal attention masking*, NeurIPS 2024) and in seed paragraph 7 are
+(*Clustering in causal attention masking*, NeurIPS 2024) and in the two-cluster claim are
 
     dx_k/dt = P_{x_k}( sum_{j <= k} softmax_j( beta <Q x_k, K x_j> ) V x_j ),   P_x = I - x x^T,
 

@@ -6,7 +6,7 @@ an orthonormal basis of the dominant real invariant subspace: the leading vector
 ``V`` with eigenvalues ordered by decreasing real part, so a complex pair contributes its real 2-plane. For a
 symmetric ``V`` they are the leading eigenvectors, signs fixed so the largest-magnitude entry is positive.
 
-Dimension deduction (seed paragraph 7: trajectories collapse onto a two-dimensional structure spanned by a
+Dimension deduction (the claim: trajectories collapse onto a two-dimensional structure spanned by a
 few dominant directions) is measured two ways, both averaged over tokens of unit length:
 
 * :func:`subspace_fraction`: the share ``|P_U x|^2`` of each token lying in the span of given directions

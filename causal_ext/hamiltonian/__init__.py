@@ -1,4 +1,4 @@
-"""Hamiltonian causal models (HCMs) and entropy production as a causal observable (seed paragraph 18).
+"""Hamiltonian causal models (HCMs) and entropy production as a causal observable (the HCM method).
 
 A trajectory-level causal model: an immutable Hamiltonian (:mod:`~causal_ext.hamiltonian.systems`) in a
 Langevin environment (friction and thermal noise), driven by intervenable control forces

@@ -1,4 +1,4 @@
-"""Conditional-OT bounds by the wavelet primal estimator (paragraph 13 of the method abstracts).
+"""Conditional-OT bounds by the wavelet primal estimator (partial identification by conditional OT).
 
 Covariates sharpen the bounds: under unconfoundedness the identified set of
 ``E[c(Y1, Y0)]`` is ``[E_X OT_c(P(Y1|X), P(Y0|X)), -E_X OT_{-c}(...)]``, which is

@@ -1,4 +1,4 @@
-"""Lag-aware temporal structure learning with partial-order priors (seed paragraph 14).
+"""Lag-aware temporal structure learning with partial-order priors (path prohibition on the summary graph).
 
 DYNOTEARS (contemporaneous DAG ``W`` + lagged ``A_1..A_p``) where an order prior ``i < j`` becomes a
 prohibition of every path ``j -> ... -> i`` on the normalised summary graph, enforced by a closed-form

@@ -1,4 +1,4 @@
-"""UniCo: causal query generation over Pearl's ladder with exact answers (seed paragraph 9).
+"""UniCo: causal query generation over Pearl's ladder with exact answers (the UniCo method).
 
 Networks come from :func:`~causal_ext.unico.random_graphs.random_network` (random DAGs and CPTs
 with nonsense variable names), from the bnlearn repository (:func:`~causal_ext.unico.networks.load_bnlearn`,
