@@ -163,10 +163,11 @@ def markdown(results: dict[str, Any], command: str) -> str:
         "",
         f"Command: `{command}` — {results['seeds']} seeds per setting, n = {results['n']}, wall time "
         f"{results['wall_time_s'] / 60:.1f} min. True parents {{X1, X2}}; X3, X4 are non-parents confounded "
-        "with them through hidden H1, H2; X5, X6 are children of Y. s = confounding strength (0: none).",
+        "with them through hidden H1, H2 when s > 0 (X4 is also a parent of the child X6); X5, X6 are "
+        "children of Y. s = confounding strength (0: none).",
         "",
-        "| setting | method | exact recovery | precision | recall | confounded non-parent returned "
-        "| child returned | mean set size | seconds / data set |",
+        "| setting | method | exact recovery | precision | recall | non-parent X3/X4 returned "
+        "| child X5/X6 returned | mean set size | seconds / data set |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, setting in results["settings"].items():
