@@ -84,8 +84,12 @@ def verify_checkpoint(path: str | Path) -> None:
             "it cannot be loaded. Resume from an earlier checkpoint or retrain.")
 
 
-def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
-    """Verify the archive (:func:`verify_checkpoint`), then load with ``weights_only=True``."""
+def check_checkpoint_file(path: str | Path) -> Path:
+    """``path`` as a :class:`Path` if it is an intact checkpoint file (:func:`verify_checkpoint`).
+
+    Raises:
+        CheckpointError: naming ``path`` when it is a directory, does not exist, or is damaged.
+    """
     path = Path(path)
     if path.is_dir():
         raise CheckpointError(f"checkpoint {path} is a directory; pass a checkpoint file inside it "
@@ -94,6 +98,12 @@ def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, An
         raise CheckpointError(f"checkpoint {path} does not exist; check the path (runs/<name>/version_*/"
                               "checkpoints/ holds last.ckpt and the best one).")
     verify_checkpoint(path)
+    return path
+
+
+def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
+    """Verify the archive (:func:`verify_checkpoint`), then load with ``weights_only=True``."""
+    path = check_checkpoint_file(path)
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except (RuntimeError, EOFError, OSError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError,

@@ -71,6 +71,19 @@ class RecCLI(LightningCLI):
         refuse_linked_model_keys(sys.argv[1:] if args is None else args)
         super().parse_arguments(parser, args)
 
+    def _parse_ckpt_path(self) -> None:
+        """Verify ``--ckpt_path`` (a directory, a damaged or non-checkpoint file: one clear error) before
+        Lightning reads the model's hyperparameters from it."""
+        sub = self.config.get("subcommand")
+        ckpt_path = self.config[sub].get("ckpt_path") if sub else None
+        # Lightning's own names ("best", "last", ...) and remote URLs are resolved by Lightning
+        if ckpt_path and str(ckpt_path) not in _LIGHTNING_CKPT_NAMES and "://" not in str(ckpt_path) \
+                and not str(ckpt_path).startswith("registry"):
+            from recframe.checkpoint_io import check_checkpoint_file
+
+            check_checkpoint_file(ckpt_path)
+        super()._parse_ckpt_path()
+
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         parser = self._parser(self.subcommand)  # the subcommand's parser, as SaveConfigCallback uses
@@ -84,6 +97,8 @@ class RecCLI(LightningCLI):
                 cb.config_text = getattr(self, "_config_text", "")
                 cb.seed = self._seed if isinstance(self._seed, int) else None
 
+
+_LIGHTNING_CKPT_NAMES = ("best", "last", "hpc")
 
 #: data settings the CLI links to the model's constructor argument of the same name
 LINKED_FROM_DATA = ("max_len",)

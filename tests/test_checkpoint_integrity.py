@@ -71,3 +71,28 @@ def test_cli_recommend_refuses_bad_checkpoints_in_one_line(tmp_path: Path, case:
     assert main(["recommend", "--ckpt", str(path), "--user", "1"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and str(path) in err and expect in err
+
+
+@pytest.mark.parametrize("case", ["text", "flipped", "directory"])
+def test_cli_test_refuses_a_bad_ckpt_path_in_one_line(tmp_path: Path, case: str, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RECFRAME_TRACEBACK", raising=False)
+    path = tmp_path / "sub"
+    if case == "text":
+        path = tmp_path / "six.ckpt"
+        path.write_bytes(b"hello\n")
+    elif case == "flipped":
+        path = tmp_path / "flipped.ckpt"
+        save_checkpoint({"w": torch.arange(4096, dtype=torch.float32)}, path)
+        _flip_inside_tensor(path)
+    else:
+        path.mkdir()
+    config = Path(__file__).resolve().parent.parent / "configs" / "smoke" / "popularity.yaml"
+    with pytest.raises(SystemExit) as exc:
+        main(["test", "--config", str(config), "--ckpt_path", str(path), "--trainer.enable_progress_bar",
+              "false"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("recframe: error: checkpoint ") and str(path) in line
