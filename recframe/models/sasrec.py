@@ -30,7 +30,7 @@ class SASRec(EmbeddingModel):
 
     Args:
         n_items: catalogue size (linked from data).
-        max_len: longest history the model reads (match ``data.max_len``).
+        max_len: longest history the model reads (`recframe fit` links it from ``data.max_len``).
         hidden: embedding and model width.
         n_layers: transformer blocks.
         n_heads: attention heads per block.
