@@ -27,7 +27,10 @@ Methods, each given the 7 observed variables (n rows):
 
 * IndRM (:class:`causal_ext.parents.IndRM`), package defaults (spline regressor,
   5-fold cross-fitting, HSIC gamma test at alpha 0.05, exhaustive search over the
-  6 candidates). Parents: ``parents_``; ``identified_`` is reported.
+  6 candidates). Parents: ``parents_``; ``identified_`` is reported. A second row,
+  "IndRM minus reversible", drops from ``parents_`` the members its own reverse
+  check flags (``reversible_``: variables that fit as well as children of Y) — the
+  reading of IndRM's output its docstring asks for when ``identified_`` is False.
 * RESIT (Peters et al. 2014), lingam 1.13.0 in its own venv (lingam pins
   scipy<=1.13.1, the project has a newer scipy): random forest of depth 4, lingam's
   pruning level 0.01 — the settings of :mod:`benchmarks.indrm_sachs` — but 30 trees
@@ -103,8 +106,12 @@ def run_indrm(df: pd.DataFrame, seed: int) -> dict[str, Any]:
     """IndRM's parents of Y among the six other columns (package defaults)."""
     cands = [c for c in df.columns if c != TARGET]
     model = IndRM(random_state=seed).fit(df[cands], df[TARGET].to_numpy())
+    names = model.feature_names_in_
+    reversible = [names[i] for i in model.reversible_]
     return {"parents": list(model.parent_names_), "identified": bool(model.identified_),
-            "all_rejected": bool(model.all_rejected_)}
+            "all_rejected": bool(model.all_rejected_), "reversible": reversible,
+            "competing_sets": [[names[i] for i in s] for s in model.competing_sets_],
+            "parents_not_reversible": [p for p in model.parent_names_ if p not in reversible]}
 
 
 def run_resit(python: Path, df: pd.DataFrame, seed: int, trees: int) -> dict[str, Any]:
@@ -152,8 +159,8 @@ def summarise(scores: list[dict[str, Any]]) -> dict[str, Any]:
             "mean_found": float(np.mean([s["n_found"] for s in scores]))}
 
 
-METHODS = ("IndRM", "RESIT", "FCI fisherz (definite)", "FCI fisherz (possible)", "FCI rcit (definite)",
-           "FCI rcit (possible)")
+METHODS = ("IndRM", "IndRM minus reversible", "RESIT", "FCI fisherz (definite)", "FCI fisherz (possible)",
+           "FCI rcit (definite)", "FCI rcit (possible)")
 
 
 def markdown(results: dict[str, Any], command: str) -> str:
@@ -173,9 +180,10 @@ def markdown(results: dict[str, Any], command: str) -> str:
     for label, setting in results["settings"].items():
         for method, summ in setting["summary"].items():
             prec = "-" if summ["precision"] is None else f"{summ['precision']:.2f}"
+            run = method.split(" (")[0].replace(" minus reversible", "")
             lines.append(f"| {label} | {method} | {summ['exact']:.2f} | {prec} | {summ['recall']:.2f} "
                          f"| {summ['confounded_fp']:.2f} | {summ['child_fp']:.2f} | {summ['mean_found']:.2f} "
-                         f"| {setting['seconds'][method.split(' (')[0]]:.1f} |")
+                         f"| {setting['seconds'][run]:.1f} |")
     ident = {label: s["indrm_identified"] for label, s in results["settings"].items()}
     lines += ["", "Shares over data sets; precision averages the data sets where the method returned a "
               "non-empty set. FCI's 'definite' parents are edges X -> Y of its PAG, 'possible' adds X o-> Y. "
@@ -206,6 +214,7 @@ def run_setting(strength: float, seeds: list[int], n: int, python: Path | None, 
         print(f"s={strength} seed={seed}: " + "; ".join(f"{m}={sorted(row[m]['parents'])}" for m in runs),
               flush=True)
     found = {m: [r[m]["parents"] for r in per_seed] for m in runs if not m.startswith("FCI")}
+    found["IndRM minus reversible"] = [r["IndRM"]["parents_not_reversible"] for r in per_seed]
     for m in runs:
         if m.startswith("FCI"):
             found[f"{m} (definite)"] = [r[m]["parents"] for r in per_seed]
