@@ -204,3 +204,24 @@ def test_recommend_errors_are_one_line_in_a_real_process(tmp_path: Path) -> None
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith("recframe recommend: error: checkpoint ") and "six.ckpt" in proc.stderr
+
+
+def test_recommend_beam_decoding_of_a_generative_model(tmp_path: Path, capsys) -> None:
+    from recframe import Recommender
+
+    cli = run_cli(["--config", str(SMOKE / "tiger.yaml"), "--trainer.max_epochs", "1", *QUIET,
+                   "--trainer.logger.init_args.save_dir", str(tmp_path / "runs")], run=False)
+    cli.trainer.fit(cli.model, cli.datamodule)
+    ckpt = next((tmp_path / "runs").glob("*/version_*/checkpoints/last.ckpt"))
+    rec = Recommender.from_checkpoint(ckpt)
+    user = rec.user_ids[1]
+    args = ["recommend", "--ckpt", str(ckpt), "--user", user, "-k", "5", "--format", "json"]
+    assert main([*args, "--decode", "beam", "--beam", "20"]) == 0
+    beam = json.loads(capsys.readouterr().out)[0]["items"]
+    assert [e["item"] for e in beam] == rec.recommend(users=[user], k=5, decode="beam", beam=20).items[0]
+    # a beam as wide as the catalogue gives exact scoring's top-k
+    assert main([*args, "--decode", "beam", "--beam", str(len(rec.item_ids))]) == 0
+    wide = [e["item"] for e in json.loads(capsys.readouterr().out)[0]["items"]]
+    assert main(args) == 0
+    exact = [e["item"] for e in json.loads(capsys.readouterr().out)[0]["items"]]
+    assert wide == exact and len(exact) == 5
