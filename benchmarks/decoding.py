@@ -36,6 +36,18 @@ Implementations (all in ``torch.inference_mode``, ``--threads`` torch threads, u
   hypotheses per user instead of ``sum_l n_nodes[l]``. Its scores must equal ours (checked). It is slow,
   so it runs on the first ``--ref-users`` users (users/s is compared).
 
+Exact scoring on the shipped model. :class:`recframe.models.generative.TIGER` itself (not a copy), sized
+as ``configs/tiger_ml100k.yaml`` (d = 64, 2 + 2 layers, 4 heads, FFN 256, window 20), random init, on the
+same code table, without and with the TrieRec add-on (its zero-initialised tables given random values so
+that its biases matter). ``model.score(batch)`` is timed both ways on the first ``--shipped-users`` test
+users:
+
+* ``prefix re-run (before)``: ``score(batch, cached=False)``, the walk as it was: every trie node's whole
+  decoder prefix ``[start, c_1..c_l]`` is run again at each level, ``sum_l (l + 1) n_nodes[l]`` decoder
+  tokens per user;
+* ``cached K/V (ours)``: ``score(batch)``: one new decoder token per node, attending to its ancestors' cached
+  keys/values, ``sum_l n_nodes[l]`` tokens per user. Its scores must equal the uncached ones (checked).
+
 Reported per implementation (beam rows: the best of ``--repeats`` runs; exact rows: one run): process CPU
 time (the primary measure: with one torch thread it is the work done, while wall time on a shared machine
 also counts waiting for a core; wall time is reported too), users/s = users / CPU s, CPU time inside the
@@ -53,18 +65,22 @@ import importlib.util
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+import yaml
 from torch import Tensor, nn
 
 from benchmarks.common import write_results
 from recframe.data import catalog
-from recframe.models.generative import SIDTrie, beam_search, exact_scores
+from recframe.models.generative import TIGER, SIDTrie, TrieRec, beam_search, exact_scores
 
 N_LEVELS, CODEBOOK = 3, 64
+#: the config whose TIGER sizes the shipped-model rows use
+SHIPPED_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "tiger_ml100k.yaml"
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -267,6 +283,58 @@ def per_item_exact(codes: Tensor, step: Any, state: Any, n_users: int, sizes: tu
     return torch.cat([torch.full((n_users, 1), float("-inf")), total], dim=1)
 
 
+# ------------------------------------------------------------------------------------- shipped model
+def shipped_tiger(codes: np.ndarray, sizes: tuple[int, ...], n_items: int, trierec: bool, seed: int) -> TIGER:
+    """``recframe.models.generative.TIGER`` sized as ``configs/tiger_ml100k.yaml``, random init."""
+    with open(SHIPPED_CONFIG) as fh:
+        cfg = yaml.safe_load(fh)
+    init = cfg["model"]["init_args"]
+    sizes_kw = {key: init[key] for key in ("dim", "n_layers", "n_heads", "inner", "dropout") if key in init}
+    max_len = init.get("max_len", cfg["data"]["max_len"])
+    torch.manual_seed(seed)
+    model = TIGER(n_items=n_items, max_len=max_len, addons=[TrieRec()] if trierec else None, **sizes_kw)
+    model.build_backbone(codes, sizes)
+    if trierec:  # TrieRec's tables start at zero; random values make its biases matter in the equality check
+        gen = torch.Generator().manual_seed(seed + 1)
+        with torch.no_grad():
+            for p in model.backbone.addons.parameters():
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+    return model.eval()
+
+
+def run_shipped(name: str, model: TIGER, histories: np.ndarray, batch: int, cached: bool
+                ) -> tuple[Tensor, dict[str, float]]:
+    """Time ``model.score`` (context encoding included) over user batches."""
+    t0, outs = clock(), []
+    for start in range(0, len(histories), batch):
+        outs.append(model.score({"history": torch.as_tensor(histories[start:start + batch])}, cached=cached))
+    (wall, cpu), n = clock() - t0, len(histories)
+    row = {"cpu_s": cpu, "users_per_s": n / cpu, "wall_s": wall, "users_per_s_wall": n / wall, "users": n}
+    print(f"{name:52s} cpu {cpu:8.2f}s  users/s {n / cpu:7.2f}  wall {wall:8.2f}s")
+    return torch.cat(outs), row
+
+
+def shipped_rows(codes: np.ndarray, sizes: tuple[int, ...], n_items: int, histories: np.ndarray,
+                 ns: argparse.Namespace) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """Exact scoring on the shipped TIGER, prefix re-run against cached K/V, without and with TrieRec."""
+    rows: dict[str, dict[str, float]] = {}
+    info: dict[str, Any] = {"config": "configs/tiger_ml100k.yaml", "max_abs_diff": {}, "speedup": {}}
+    for trierec in (False, True):
+        model = shipped_tiger(codes, sizes, n_items, trierec, ns.seed)
+        label = "shipped TIGER" + (" + TrieRec" if trierec else "")
+        run_shipped("warm-up", model, histories[:8], ns.batch, cached=True)
+        before, rows[f"exact, {label}, prefix re-run (before)"] = run_shipped(
+            f"exact, {label}, prefix re-run (before)", model, histories, ns.batch, cached=False)
+        after, rows[f"exact, {label}, cached K/V (ours)"] = run_shipped(
+            f"exact, {label}, cached K/V (ours)", model, histories, ns.batch, cached=True)
+        info["max_abs_diff"][label] = float((after[:, 1:] - before[:, 1:]).abs().max())
+        info["speedup"][label] = (rows[f"exact, {label}, cached K/V (ours)"]["users_per_s"]
+                                  / rows[f"exact, {label}, prefix re-run (before)"]["users_per_s"])
+        info["model"] = {key: getattr(model.backbone, key) for key in ("dim", "n_layers", "n_heads", "inner",
+                                                                       "window")}
+    return rows, info
+
+
 # ------------------------------------------------------------------------------------------------ main
 class FreeScorer:
     """A scorer that costs (almost) nothing: fixed random logits ``[B, M, C_l]`` sliced per call.
@@ -324,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ref-users", type=int, default=128,
                         help="users for the slow per-item exact reference (0 = all)")
     parser.add_argument("--repeats", type=int, default=3, help="repeats of the beam rows (best kept)")
+    parser.add_argument("--shipped-users", type=int, default=256,
+                        help="users for the shipped-TIGER exact-scoring rows (0 = all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-write", action="store_true")
     ns = parser.parse_args(argv)
@@ -369,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
         naive, rows["exact, per-item paths"] = run(
             "exact, per-item paths", lambda s, st, n: per_item_exact(ct, s, st, n, sizes), model,
             histories[:n_ref], ns.batch)
+        n_shipped = min(ns.shipped_users or len(users), len(users))
+        shipped, shipped_info = shipped_rows(codes, sizes, inter.n_items, histories[:n_shipped], ns)
     items = torch.cat([o.items for o in ours])
     logp = torch.cat([o.log_probs for o in ours])
     ref_items, ref_logp = torch.cat([r[0] for r in ref]), torch.cat([r[1] for r in ref])
@@ -386,8 +458,10 @@ def main(argv: list[str] | None = None) -> int:
                                                      for a, b in zip(items.tolist(), exact_top.tolist())])),
     }
     print(checks)
+    checks["shipped_cached_vs_prefix_max_abs_diff"] = max(shipped_info["max_abs_diff"].values())
     if (not checks["beam_items_equal_reference"] or not checks["free_scorer_beam_items_equal_reference"]
-            or checks["exact_max_abs_diff_vs_per_item"] > 1e-3):
+            or checks["exact_max_abs_diff_vs_per_item"] > 1e-3
+            or checks["shipped_cached_vs_prefix_max_abs_diff"] > 1e-4):
         raise SystemExit("decoding benchmark: implementations disagree (see checks above)")
     ours_b, ref_b = rows["beam, trie (ours)"], rows["beam, per-beam Python (HF-style)"]
     speed = {
@@ -398,10 +472,15 @@ def main(argv: list[str] | None = None) -> int:
         "exact_users_per_s": rows["exact, trie walk (ours)"]["users_per_s"]
         / rows["exact, per-item paths"]["users_per_s"],
     }
+    for label, value in shipped_info["speedup"].items():
+        speed[f"exact_cached_vs_prefix, {label}"] = value
     speed = {key: float(v) for key, v in speed.items()}
     print({key: round(v, 1) for key, v in speed.items()})
     hyp = {"beam": 1 + sum(min(ns.beam, n) for n in trie.n_nodes[1:-1]), "exact_trie": sum(trie.n_nodes[:-1]),
            "exact_per_item": len(sizes) * trie.n_items}  # scored hypotheses per user
+    shipped_info["decoder_tokens_per_user"] = {  # TIGER: [start, c_1..c_l] per depth-l node
+        "prefix re-run": sum((level + 1) * n for level, n in enumerate(trie.n_nodes[:-1])),
+        "cached K/V": sum(trie.n_nodes[:-1])}
     given = argv if argv is not None else sys.argv[1:]
     payload = {
         "command": " ".join(["python -m benchmarks.decoding", *(a for a in given if a != "--no-write")]),
@@ -410,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         "trie_build_seconds": trie_s, "trie_memory_bytes": trie.memory_bytes(),
         "data_fingerprint": inter.fingerprint, "scorer": "SmallTiger d=64, 2 heads, FFN 128, 1 encoder + 2 "
         "decoder layers, random init", "scored_hypotheses": hyp, "rows": rows, "speedup": speed,
-        "checks": checks, "ref_users": n_ref,
+        "checks": checks, "ref_users": n_ref, "shipped_rows": shipped, "shipped": shipped_info,
     }
     md = render(payload, ns)
     print(md)
@@ -452,6 +531,26 @@ def render(p: dict[str, Any], ns: argparse.Namespace) -> str:
               f"equals the exact top-{ns.k}: {100 * c['beam_top_k_equals_exact_top_k_share']:.1f}% (recall "
               f"{c['beam_recall_of_exact_top_k']:.3f}; untrained scorer, beam {ns.beam} < full beam "
               f"{max(p['n_nodes'][1:-1])}).", ""]
+    sh = p["shipped"]
+    m = sh["model"]
+    tokens = sh["decoder_tokens_per_user"]
+    lines += ["### Exact scoring on the shipped TIGER (`recframe.models.generative.TIGER`)", "",
+              f"Sizes of `{sh['config']}` (d={m['dim']}, {m['n_layers']} encoder + {m['n_layers']} decoder "
+              f"layers, {m['n_heads']} heads, FFN {m['inner']}, window {m['window']}), random init, the same "
+              f"code table; `model.score(batch)` including the history encoding, {ns.batch} users per batch, "
+              f"{ns.threads} torch thread(s).", "",
+              "| implementation | users | CPU s | users/s | wall s | speedup |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for name, r in p["shipped_rows"].items():
+        label = name.split(", ")[1]
+        speed = f"**{sh['speedup'][label]:.1f}x**" if "cached" in name else ""
+        lines.append(f"| {name} | {r['users']} | {r['cpu_s']:.2f} | {r['users_per_s']:.2f} | "
+                     f"{r['wall_s']:.2f} | {speed} |")
+    diffs = ", ".join(f"{k} {v:.1e}" for k, v in sh["max_abs_diff"].items())
+    lines += ["", f"Decoder tokens per user: {tokens['prefix re-run']:,} with the prefix re-run, "
+              f"{tokens['cached K/V']:,} with cached keys/values "
+              f"({tokens['prefix re-run'] / tokens['cached K/V']:.2f}x fewer). Cached vs re-run scores, max "
+              f"|diff|: {diffs}.", ""]
     return "\n".join(lines)
 
 

@@ -120,17 +120,16 @@ class DecoderBackbone(SIDBackbone):
         query = TokenNodes(*(t.reshape(1, n, *t.shape[2:]).expand(B, n, *t.shape[2:])  # [B, n(*1), ...]
                              for t in (last.path, last.depth, last.occurrence, last.subtree, last.valid)))
         past_bias = self._history_bias(ctx, query, B, n, 1)
-        x = self.drop(x[:, :, -1:]).expand(B, -1, -1, -1)
+        x = self.drop(x[:, :, -1:])  # [1, n, 1, D]: user-independent until the first attention to the history
         for layer, (block, kv) in enumerate(zip(self.blocks, ctx.kv)):
-            past = cache.past(level, start, stop, layer, first=1)
-            x, new = cached_block(block, x, past_kv=past, self_bias=self_bias, context_kv=kv,
-                                  context_mask=ctx.mask, context_bias=past_bias)
-            cache.store(level, start, stop, layer, new)
+            x = cached_block(block, x, cache=cache, depth=level, start=start, stop=stop, layer=layer,
+                             self_bias=self_bias, context_kv=kv, context_mask=ctx.mask,
+                             context_bias=past_bias)
         return self.level_logits(x[:, :, -1], level, prefix.expand(B, -1, -1))
 
     def node_cache(self, trie: SIDTrie) -> NodeKV:
-        """An empty cache for :meth:`score_nodes` (prefix tokens at depths ``1..L-2`` have descendants)."""
-        return NodeKV(trie, len(self.blocks), range(1, self.L - 1))
+        """An empty cache for :meth:`score_nodes` (prefix tokens start at depth 1: no start token)."""
+        return NodeKV(trie, len(self.blocks), first=1)
 
     # ------------------------------------------------------------------ training
     def loss(self, inputs: Tensor, targets: Tensor) -> Tensor:

@@ -28,114 +28,136 @@ KV = tuple[Tensor, Tensor]
 
 
 class NodeKV:
-    """Per depth and layer, the keys and values ``[B, n_nodes[d], H, d_h]`` of every depth-``d`` node's token.
+    """Per layer, the keys and values ``[B, n_cached, H, d_h]`` of the token of every trie node at depths
+    ``first..L-1``, in one table per layer, so that a node's path (its ancestors, itself) is one gather.
+
+    ``B`` is 1 for a layer whose keys/values do not depend on the user (the first layer: its inputs are the
+    nodes' token embeddings), which the attention broadcasts over users.
 
     Args:
         trie: the item trie being walked.
         n_layers: self-attention layers.
-        depths: the depths whose tokens are stored (those that have descendants to score).
+        first: the shallowest depth that has a token (0: TIGER's start token; 1: the decoder-only model).
     """
 
-    def __init__(self, trie: SIDTrie, n_layers: int, depths: range) -> None:
-        self.trie, self.n_layers, self.depths = trie, n_layers, depths
-        self._kv: dict[tuple[int, int], KV] = {}
-        # ancestors[d][:, j]: the depth-j ancestor of each depth-d node (j < d)
-        self.ancestors = [torch.zeros(1, 0, dtype=torch.long, device=trie.device)]
-        for d in range(1, trie.depth + 1):
-            parent = trie.parents(d)
-            self.ancestors.append(torch.cat([self.ancestors[d - 1][parent], parent[:, None]], 1))
+    def __init__(self, trie: SIDTrie, n_layers: int, first: int) -> None:
+        self.trie, self.n_layers, self.first = trie, n_layers, first
+        self._kv: dict[int, KV] = {}
+        sizes = trie.n_nodes[first : trie.depth]
+        self.base = dict(zip(range(first, trie.depth), [0, *torch.tensor(sizes).cumsum(0).tolist()]))
+        self.size = int(sum(sizes))
+        # path[d]: the cache rows of each depth-d node's ancestors at depths first..d-1, then its own row
+        self.path: dict[int, Tensor] = {}
+        rows = torch.zeros(1, 0, dtype=torch.long, device=trie.device)  # depth-0 nodes: no ancestors
+        for d in range(0, trie.depth):
+            if d:
+                rows = rows[trie.parents(d)]
+            own = self.base[d] + torch.arange(trie.n_nodes[d], device=trie.device) if d >= first else None
+            if own is not None:
+                self.path[d] = torch.cat([rows, own[:, None]], 1)
+                rows = self.path[d]
 
     def store(self, depth: int, start: int, stop: int, layer: int, kv: KV) -> None:
         """Keep the keys/values ``[B, stop - start, H, d_h]`` of nodes ``start:stop`` at ``depth``."""
-        if depth not in self.depths:
-            return
         k, v = kv
-        if (depth, layer) not in self._kv:
-            shape = (k.shape[0], self.trie.n_nodes[depth], *k.shape[2:])
-            self._kv[depth, layer] = (k.new_empty(shape), v.new_empty(shape))
-        ks, vs = self._kv[depth, layer]
-        ks[:, start:stop], vs[:, start:stop] = k, v
+        if layer not in self._kv:
+            shape = (k.shape[0], self.size, *k.shape[2:])
+            self._kv[layer] = (k.new_empty(shape), v.new_empty(shape))
+        ks, vs = self._kv[layer]
+        lo = self.base[depth] + start
+        ks[:, lo : lo + stop - start], vs[:, lo : lo + stop - start] = k, v
 
-    def past(self, depth: int, start: int, stop: int, layer: int, first: int) -> KV | None:
-        """Keys/values ``[B, stop - start, depth - first, H, d_h]`` of the ancestors at depths
-        ``first..depth-1`` of nodes ``start:stop`` at ``depth`` (None when there are none)."""
-        if depth <= first:
-            return None
-        anc = self.ancestors[depth][start:stop]
-        ks = [self._kv[d, layer][0][:, anc[:, d]] for d in range(first, depth)]
-        vs = [self._kv[d, layer][1][:, anc[:, d]] for d in range(first, depth)]
-        return torch.stack(ks, 2), torch.stack(vs, 2)
+    def path_kv(self, depth: int, start: int, stop: int, layer: int) -> KV:
+        """Keys/values ``[B, stop - start, depth - first + 1, H, d_h]`` of the path of nodes ``start:stop`` at
+        ``depth``: their ancestors at depths ``first..depth-1``, then themselves (stored first)."""
+        rows = self.path[depth][start:stop]
+        ks, vs = self._kv[layer]
+        return ks[:, rows], vs[:, rows]
 
 
 def cached_self_attention(
     attn: RowAttention,
     x: Tensor,
     *,
-    past_kv: KV | None,
+    cache: NodeKV,
+    depth: int,
+    start: int,
+    stop: int,
+    layer: int,
     self_bias: Tensor | None = None,
     context_kv: KV | None = None,
     context_mask: Tensor | None = None,
     context_bias: Tensor | None = None,
-) -> tuple[Tensor, KV]:
-    """``attn`` for one new token per row that sees its cached ancestors, itself and a shared context.
+) -> Tensor:
+    """``attn`` for the new tokens of trie nodes ``start:stop`` at ``depth`` (one per row), which see their
+    ancestors' cached keys/values, themselves and a shared context. Their own keys/values go to ``cache``.
 
     Args:
         attn: a self-attention ``RowAttention`` (its ``q``, ``kv`` and ``out`` layers are used).
-        x: ``[B, N, 1, D]`` normalised inputs of the new tokens.
-        past_kv: ``[B, N, P, H, d_h]`` cached keys/values of each row's ancestors (in depth order), or None.
-        self_bias: broadcastable to ``[B, N, H, 1, P + 1]`` over (ancestors, the token itself).
+        x: ``[B, N, 1, D]`` normalised inputs of the new tokens (``B = 1``: the same for every user).
+        cache, depth, start, stop, layer: where the rows' paths are cached (:class:`NodeKV`).
+        self_bias: broadcastable to ``[B, N, H, 1, P + 1]`` over the path (ancestors in depth order, itself).
         context_kv, context_mask, context_bias: the shared per-user context, as in ``RowAttention.forward``.
 
     Returns:
-        ``[B, N, 1, D]`` outputs and the new tokens' keys/values ``[B, N, H, d_h]``.
+        ``[B, N, 1, D]`` outputs.
     """
-    B, N, q, D = x.shape
+    B, N, q, D = x.shape  # B = 1 when the inputs do not depend on the user (first layer)
     H, dh = attn.n_heads, attn.head_dim
-    Q = attn.q(x).view(B, N, q, H, dh) / dh**0.5
-    k_new, v_new = attn.kv(x).view(B, N, q, 2, H, dh).unbind(3)
-    k, v = k_new, v_new
-    if past_kv is not None:
-        k, v = torch.cat([past_kv[0], k_new], 2), torch.cat([past_kv[1], v_new], 2)
-    s = torch.einsum("bnqhd,bnkhd->bnhqk", Q, k)
+    Q = attn.q(x).view(B, N, H, dh) / dh**0.5
+    k_new, v_new = attn.kv(x).view(B, N, 2, H, dh).unbind(2)
+    cache.store(depth, start, stop, layer, (k_new, v_new))
+    k, v = cache.path_kv(depth, start, stop, layer)  # [B, N, P + 1, H, d_h]
+    s = (Q[:, :, None] * k).sum(-1).permute(0, 1, 3, 2)[:, :, :, None]  # [B, N, H, 1, P + 1]
     if self_bias is not None:
         s = s + self_bias
     logits = [s]
     if attn.attend_context and context_kv is not None:
-        c = torch.einsum("bnqhd,bkhd->bnhqk", Q, context_kv[0])
+        users = context_kv[0].shape[0]
+        c = torch.einsum("bnhd,bkhd->bnhk", Q.expand(users, -1, -1, -1), context_kv[0])[:, :, :, None]
         if context_bias is not None:
             c = c + context_bias
         if context_mask is not None:
             c = c.masked_fill(~context_mask, float("-inf"))
-        logits.append(c)
-    probs = torch.softmax(torch.cat(logits, -1), dim=-1).nan_to_num(0.0)
+        logits = [s.expand(users, -1, -1, -1, -1), c]
+    probs = torch.softmax(torch.cat(logits, -1) if len(logits) > 1 else s, dim=-1).nan_to_num(0.0)
     probs = F.dropout(probs, attn.dropout, attn.training)
     width = s.shape[-1]
-    heads = torch.einsum("bnhqk,bnkhd->bnhqd", probs[..., :width], v)
+    path_probs = probs[:, :, :, 0, :width].permute(0, 1, 3, 2)[..., None]  # [B, N, P + 1, H, 1]
+    heads = (path_probs * v).sum(2)[:, :, :, None]  # [B, N, H, 1, d_h]
     if len(logits) > 1:
-        heads = heads + torch.einsum("bnhqk,bkhd->bnhqd", probs[..., width:], context_kv[1])
+        context = torch.einsum("bnhk,bkhd->bnhd", probs[:, :, :, 0, width:], context_kv[1])
+        heads = heads + context[:, :, :, None]
     if attn.head_hook is not None:
         heads = attn.head_hook(attn, heads)
-    out = attn.out(heads.permute(0, 1, 3, 2, 4).reshape(B, N, q, D))
-    return out, (k_new[:, :, 0], v_new[:, :, 0])
+    return attn.out(heads.permute(0, 1, 3, 2, 4).reshape(heads.shape[0], N, q, D))
 
 
 def cached_block(
     block: RowBlock,
     x: Tensor,
     *,
-    past_kv: KV | None,
+    cache: NodeKV,
+    depth: int,
+    start: int,
+    stop: int,
+    layer: int,
     self_bias: Tensor | None = None,
     context_kv: KV | None = None,
     context_mask: Tensor | None = None,
     context_bias: Tensor | None = None,
     memory_kv: KV | None = None,
     memory_mask: Tensor | None = None,
-) -> tuple[Tensor, KV]:
-    """``block`` on new tokens ``[B, N, 1, D]`` (``RowBlock.forward``'s order); returns them and their K/V."""
-    h, kv = cached_self_attention(
+) -> Tensor:
+    """``block`` on the new tokens ``[B, N, 1, D]`` of trie nodes (``RowBlock.forward``'s order)."""
+    h = cached_self_attention(
         block.attn,
         block.norm1(x),
-        past_kv=past_kv,
+        cache=cache,
+        depth=depth,
+        start=start,
+        stop=stop,
+        layer=layer,
         self_bias=self_bias,
         context_kv=context_kv,
         context_mask=context_mask,
@@ -143,5 +165,6 @@ def cached_block(
     )
     x = x + block.drop(h)
     if block.cross is not None:
+        x = x.expand(memory_kv[0].shape[0], -1, -1, -1)  # user-independent rows meet the user's memory
         x = x + block.drop(block.cross(block.norm_c(x), context_kv=memory_kv, context_mask=memory_mask))
-    return x + block.drop(block.ffn(block.norm2(x))), kv
+    return x + block.drop(block.ffn(block.norm2(x)))

@@ -97,17 +97,15 @@ class TigerBackbone(SIDBackbone):
         x, nodes = self.embed_prefix(prefix, start=True, position=None)
         x = self.drop(x[:, :, -1:])
         bias = self.self_bias(nodes.tokens(slice(level, level + 1)), nodes, 1, stop - start)
-        B = ctx.kv[0][0].shape[0]
-        x = x.expand(B, -1, -1, -1)
+        B = ctx.kv[0][0].shape[0]  # x stays [1, n, 1, D] (user-independent) until the first cross-attention
         for layer, (block, kv) in enumerate(zip(self.decoder, ctx.kv)):
-            past = cache.past(level, start, stop, layer, first=0)
-            x, new = cached_block(block, x, past_kv=past, self_bias=bias, memory_kv=kv, memory_mask=ctx.mask)
-            cache.store(level, start, stop, layer, new)
+            x = cached_block(block, x, cache=cache, depth=level, start=start, stop=stop, layer=layer,
+                             self_bias=bias, memory_kv=kv, memory_mask=ctx.mask)
         return self.level_logits(x[:, :, -1], level, prefix.expand(B, -1, -1))
 
     def node_cache(self, trie: SIDTrie) -> NodeKV:
-        """An empty cache for :meth:`score_nodes` (depths ``0..L-2`` have descendants to score)."""
-        return NodeKV(trie, len(self.decoder), range(0, self.L - 1))
+        """An empty cache for :meth:`score_nodes` (the start token is the root, depth 0)."""
+        return NodeKV(trie, len(self.decoder), first=0)
 
     # ------------------------------------------------------------------ training
     def loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
