@@ -24,8 +24,9 @@ Shared choices (documented once here):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from recframe.models.generative.addons import AuxLoss, GenerativeAddon
+from recframe.models.generative.attention import RowBlock
 from recframe.models.generative.structure import (
     TokenNodes,
     item_token_nodes,
@@ -135,24 +137,18 @@ class SIDBackbone(nn.Module):
         self._biases = [a for a in addons if type(a).attention_bias is not GenerativeAddon.attention_bias]
         self._adjusters = [a for a in addons if type(a).adjust_logits is not GenerativeAddon.adjust_logits]
 
+    def block(self, **kwargs: Any) -> RowBlock:
+        """A transformer block of this backbone's sizes (``kwargs``: ``RowBlock``'s role flags)."""
+        return RowBlock(self.dim, self.n_heads, self.inner, self.dropout, **kwargs)
+
     # ------------------------------------------------------------ add-on hooks
     def addon_encoding(self, nodes: TokenNodes, token_emb: Tensor) -> Tensor | None:
         """Sum of the add-ons' input encodings (:meth:`GenerativeAddon.encode`), or ``None``."""
-        total = None
-        for addon in self._encoders:
-            out = addon.encode(nodes, token_emb)
-            if out is not None:
-                total = out if total is None else total + out
-        return total
+        return _summed(addon.encode(nodes, token_emb) for addon in self._encoders)
 
     def attention_bias(self, query: TokenNodes, key: TokenNodes) -> Tensor | None:
         """Sum of the add-ons' self-attention biases ``[R, H, q, k]``, or ``None``."""
-        total = None
-        for addon in self._biases:
-            out = addon.attention_bias(query, key)
-            if out is not None:
-                total = out if total is None else total + out
-        return total
+        return _summed(addon.attention_bias(query, key) for addon in self._biases)
 
     def auxiliary_losses(self, inputs: Tensor, targets: Tensor) -> list[AuxLoss]:
         """The add-ons' auxiliary training terms for a window batch."""
@@ -240,6 +236,15 @@ class SIDBackbone(nn.Module):
             for level in range(self.L)
         ]
         return torch.stack(losses).sum() / max(codes.numel(), 1)
+
+
+def _summed(parts: Iterable[Tensor | None]) -> Tensor | None:
+    """Sum of the given tensors in order (``None`` skipped; one tensor is returned as is), or ``None``."""
+    total = None
+    for part in parts:
+        if part is not None:
+            total = part if total is None else total + part
+    return total
 
 
 def _unflatten(nodes: TokenNodes, B: int, W: int, L: int) -> TokenNodes:

@@ -13,14 +13,11 @@ layers of :mod:`.attention` and the shared embeddings of :mod:`.backbones`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
-from recframe.models.generative.addons import GenerativeAddon
-from recframe.models.generative.attention import RowBlock
 from recframe.models.generative.backbones import Context, SIDBackbone, causal_mask
 from recframe.models.generative.kv_cache import NodeKV, cached_block
 from recframe.models.generative.structure import TokenNodes
@@ -30,22 +27,9 @@ from recframe.models.generative.trie import SIDTrie
 class DecoderBackbone(SIDBackbone):
     """Decoder-only stack (module docstring); arguments as :class:`SIDBackbone`."""
 
-    def __init__(
-        self,
-        codes: np.ndarray,
-        codebook_sizes: tuple[int, ...],
-        dim: int,
-        n_layers: int,
-        n_heads: int,
-        inner: int,
-        dropout: float,
-        window: int,
-        addons: Sequence[GenerativeAddon] = (),
-    ) -> None:
-        super().__init__(codes, codebook_sizes, dim, n_layers, n_heads, inner, dropout, window, addons)
-        self.blocks = nn.ModuleList(
-            RowBlock(dim, n_heads, inner, dropout, self_sees_context=True) for _ in range(n_layers)
-        )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.blocks = nn.ModuleList(self.block(self_sees_context=True) for _ in range(self.n_layers))
 
     # ------------------------------------------------------------------ history
     def _stream(self, items: Tensor) -> tuple[Tensor, TokenNodes, Tensor, list[Tensor]]:

@@ -17,6 +17,8 @@ does, so the head probe (:mod:`recframe.heads`) sees cached scoring too, one pos
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -137,33 +139,16 @@ def cached_block(
     block: RowBlock,
     x: Tensor,
     *,
-    cache: NodeKV,
-    depth: int,
-    start: int,
-    stop: int,
-    layer: int,
-    self_bias: Tensor | None = None,
-    context_kv: KV | None = None,
-    context_mask: Tensor | None = None,
-    context_bias: Tensor | None = None,
     memory_kv: KV | None = None,
     memory_mask: Tensor | None = None,
+    **attention: Any,
 ) -> Tensor:
-    """``block`` on the new tokens ``[B, N, 1, D]`` of trie nodes (``RowBlock.forward``'s order)."""
-    h = cached_self_attention(
-        block.attn,
-        block.norm1(x),
-        cache=cache,
-        depth=depth,
-        start=start,
-        stop=stop,
-        layer=layer,
-        self_bias=self_bias,
-        context_kv=context_kv,
-        context_mask=context_mask,
-        context_bias=context_bias,
-    )
-    x = x + block.drop(h)
+    """``block`` on the new tokens ``[B, N, 1, D]`` of trie nodes (``RowBlock.forward``'s order).
+
+    ``attention``: the keyword arguments of :func:`cached_self_attention` (cache, depth, start, stop, layer,
+    biases, context); ``memory_*``: the encoder memory of the cross-attention.
+    """
+    x = x + block.drop(cached_self_attention(block.attn, block.norm1(x), **attention))
     if block.cross is not None:
         x = x.expand(memory_kv[0].shape[0], -1, -1, -1)  # user-independent rows meet the user's memory
         x = x + block.drop(block.cross(block.norm_c(x), context_kv=memory_kv, context_mask=memory_mask))

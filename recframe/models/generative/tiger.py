@@ -16,14 +16,11 @@ Retrieval"): its whole forward pass, on the shared layers of :mod:`.attention` a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
-from recframe.models.generative.addons import GenerativeAddon
-from recframe.models.generative.attention import RowBlock
 from recframe.models.generative.backbones import Context, SIDBackbone, causal_mask
 from recframe.models.generative.kv_cache import NodeKV, cached_block
 from recframe.models.generative.structure import TokenNodes
@@ -33,24 +30,11 @@ from recframe.models.generative.trie import SIDTrie
 class TigerBackbone(SIDBackbone):
     """TIGER-style encoder–decoder (module docstring); arguments as :class:`SIDBackbone`."""
 
-    def __init__(
-        self,
-        codes: np.ndarray,
-        codebook_sizes: tuple[int, ...],
-        dim: int,
-        n_layers: int,
-        n_heads: int,
-        inner: int,
-        dropout: float,
-        window: int,
-        addons: Sequence[GenerativeAddon] = (),
-    ) -> None:
-        super().__init__(codes, codebook_sizes, dim, n_layers, n_heads, inner, dropout, window, addons)
-        self.encoder = nn.ModuleList(RowBlock(dim, n_heads, inner, dropout) for _ in range(n_layers))
-        self.decoder = nn.ModuleList(
-            RowBlock(dim, n_heads, inner, dropout, cross=True) for _ in range(n_layers)
-        )
-        self.enc_norm = nn.LayerNorm(dim)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.encoder = nn.ModuleList(self.block() for _ in range(self.n_layers))
+        self.decoder = nn.ModuleList(self.block(cross=True) for _ in range(self.n_layers))
+        self.enc_norm = nn.LayerNorm(self.dim)
 
     # ------------------------------------------------------------------ encoder
     def _encode(self, items: Tensor) -> tuple[Tensor, Tensor, TokenNodes]:
