@@ -50,14 +50,10 @@ class NodeKV:
         self.size = int(sum(sizes))
         # path[d]: the cache rows of each depth-d node's ancestors at depths first..d-1, then its own row
         self.path: dict[int, Tensor] = {}
-        rows = torch.zeros(1, 0, dtype=torch.long, device=trie.device)  # depth-0 nodes: no ancestors
-        for d in range(0, trie.depth):
-            if d:
-                rows = rows[trie.parents(d)]
-            own = self.base[d] + torch.arange(trie.n_nodes[d], device=trie.device) if d >= first else None
-            if own is not None:
-                self.path[d] = torch.cat([rows, own[:, None]], 1)
-                rows = self.path[d]
+        for d in range(first, trie.depth):
+            own = self.base[d] + torch.arange(trie.n_nodes[d], device=trie.device)[:, None]
+            above = self.path[d - 1][trie.parents(d)] if d > first else own[:, :0]
+            self.path[d] = torch.cat([above, own], 1)
 
     def store(self, depth: int, start: int, stop: int, layer: int, kv: KV) -> None:
         """Keep the keys/values ``[B, stop - start, H, d_h]`` of nodes ``start:stop`` at ``depth``."""
