@@ -2,8 +2,9 @@
 
 Run from the repository root::
 
-    python -m benchmarks.indrm_confounded                 # 10 seeds x 2 settings
+    python -m benchmarks.indrm_confounded                 # 10 seeds x 2 settings (9 min, shared 2 cores)
     python -m benchmarks.indrm_confounded --seeds 2       # smoke run (prints, writes nothing)
+    python -m benchmarks.indrm_confounded --indrm-only --seeds 10 --n 2000   # IndRM alone at n = 2000
 
 IndRM's distinguishing claim is that it finds the parents of a target ``Y`` under
 an additive-noise model for ``Y`` alone, with hidden confounding allowed among the
