@@ -229,3 +229,15 @@ def test_toy_addon_hooks_reach_loss_scores_and_beam(cls) -> None:
     torch.testing.assert_close(beam.log_probs, scores.topk(5).values, rtol=0, atol=1e-5)
     spec = {"class_path": f"{__name__}.LevelPrior", "init_args": {"weight": 0.25}}
     assert model.hparams["addons"][1] == spec
+
+
+def test_config_addons_list_builds_the_addon(tmp_path: Path) -> None:
+    """``addons: [{class_path: ...TrieRec}]`` in a config reaches the model (LightningCLI schema)."""
+    from recframe.cli import run_cli
+
+    smoke = Path(__file__).resolve().parent.parent.parent / "configs" / "smoke" / "tiger.yaml"
+    cli = run_cli(["--config", str(smoke), "--model.init_args.addons",
+                   '[{"class_path": "recframe.models.generative.TrieRec"}]',
+                   "--trainer.logger.init_args.save_dir", str(tmp_path)], run=False)
+    assert [type(a) for a in cli.model.addon_list] == [TrieRec]
+    assert cli.model.hparams["addons"] == [TrieRec().spec()]

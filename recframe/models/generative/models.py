@@ -12,7 +12,7 @@ validate, test, checkpoint and serve exactly like SASRec:
 * ``loss`` is teacher forcing on sliding windows, every position a target;
 * ``score`` is **exact full-catalogue scoring**: the log-probability of every
   item's code path, ``sum_l log softmax_l(step(prefix_l))[c_l]``, walking the
-  trie level by level (all nodes of a level in one batched call per user
+  trie level by level (the nodes of a level in a few batched calls per user
   chunk). The common evaluator therefore ranks generative models exactly like
   every other model. Each level's softmax runs over that level's full codebook,
   as the models are trained (TIGER); constrained beam search
