@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from recframe.data.interactions import DataError
+from recframe.data.interactions import DataError, refuse_infinite
 
 ATOMIC_TYPES = ("token", "token_seq", "float", "float_seq")
 
@@ -95,14 +95,8 @@ class AtomicTable:
         except (ValueError, TypeError):
             values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
         text = raw.to_numpy(dtype=object)
-        infinite = np.isinf(values) if finite else np.zeros(len(values), dtype=bool)
-        if infinite.any():
-            first = int(np.flatnonzero(infinite)[0])
-            raise DataError(
-                f"{self.label} line {int(self.lines[first])}: field {field!r} has value {text[first]!r}, "
-                f"which is not finite ({int(infinite.sum())} such rows). Every value there must be a finite "
-                "number; fix or drop those rows."
-            )
+        if finite:
+            refuse_infinite(values, lambda i: f"{self.label} line {self.lines[i]}: field {field!r}", text)
         bad = np.isnan(values)
         if allow_empty and bad.any():
             idx = np.flatnonzero(bad)

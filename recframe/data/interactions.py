@@ -23,7 +23,7 @@ Conventions
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -35,6 +35,20 @@ PAD = "[PAD]"
 
 class DataError(ValueError):
     """A data problem the user can fix: names the file/key and the fix."""
+
+
+def refuse_infinite(values: np.ndarray, locate: Callable[[int], str], shown: Sequence[Any]) -> None:
+    """Raise :class:`DataError` at the first ``inf``/``-inf`` of ``values`` (nothing if there is none).
+
+    ``locate(i)`` names row ``i`` (file, line or row, column) and ``shown[i]`` is its value as read.
+    """
+    infinite = np.isinf(values)
+    if infinite.any():
+        first = int(np.flatnonzero(infinite)[0])
+        raise DataError(
+            f"{locate(first)} has value {shown[first]!r}, which is not finite ({int(infinite.sum())} such "
+            "rows). Every value there must be a finite number; fix or drop those rows."
+        )
 
 
 @dataclass(frozen=True)

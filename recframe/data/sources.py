@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from recframe.data.atomic_io import AtomicTable, read_atomic
-from recframe.data.interactions import DataError, Interactions
+from recframe.data.interactions import DataError, Interactions, refuse_infinite
 
 COLUMN_KEYS = ("user", "item", "rating", "timestamp")
 ITEM_FEATURE_KEYS = ("title", "year", "categories")
@@ -241,14 +241,8 @@ def load_table(
                 raise DataError(f"{path.name}: column {column!r} ({key}) holds dates, not numbers.")
             return col.to_numpy(dtype="datetime64[ns]").astype(np.int64) / 1e9
         values = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
-        infinite = np.isinf(values)
-        if infinite.any():
-            first = int(np.flatnonzero(infinite)[0])
-            raise DataError(
-                f"{path.name} {where} {first + offset}: column {column!r} ({key}) has value "
-                f"{col.iloc[first]!r}, which is not finite ({int(infinite.sum())} such rows). "
-                "Every value there must be a finite number; fix or drop those rows."
-            )
+        refuse_infinite(values, lambda i: f"{path.name} {where} {i + offset}: column {column!r} ({key})",
+                        col.to_numpy(dtype=object))
         bad = np.isnan(values) & col.notna().to_numpy()
         if key == "timestamp":
             bad |= col.isna().to_numpy()
