@@ -79,9 +79,10 @@ def test_neural_bottleneck_recovers_planted_quadratic_bottleneck():
     """Planted: child = A (B x)^2 + noise, rank 2, d_in = 6, B with orthonormal rows, noise sd 0.1.
 
     Check: each coordinate of b(x) = (B x)^2 is a function of the learned 2-unit
-    layer b_hat(x) on fresh data (held-out nearest-neighbour R^2 > 0.85), while the
-    linear reduced-rank bottleneck carries almost no information about it
-    (R^2 < 0.3): an even bottleneck is invisible to linear methods.
+    layer b_hat(x) on fresh data (held-out nearest-neighbour R^2 > 0.8; measured
+    0.92 and 0.89), while the linear reduced-rank bottleneck carries little
+    information about it (R^2 < 0.3; measured 0.17 and 0.19): an even bottleneck is
+    invisible to linear methods.
     """
     rng = np.random.default_rng(1)
     B = np.linalg.qr(rng.standard_normal((6, 2)))[0].T
@@ -93,7 +94,7 @@ def test_neural_bottleneck_recovers_planted_quadratic_bottleneck():
     linear = ReducedRankBottleneck(rank=2, whiten=False).fit(X, child)
     r2_neural = [_r2_function_of(b_new[:, j], neural.transform(X_new)) for j in range(2)]
     r2_linear = [_r2_function_of(b_new[:, j], linear.transform(X_new)) for j in range(2)]
-    assert min(r2_neural) > 0.85, r2_neural
+    assert min(r2_neural) > 0.8, r2_neural
     assert max(r2_linear) < 0.3, r2_linear
     assert neural.transform(X_new).shape == (2000, 2) and neural.predict(X_new).shape == (2000, 5)
 
@@ -101,10 +102,10 @@ def test_neural_bottleneck_recovers_planted_quadratic_bottleneck():
 def test_nonlinear_backdoor_identified_at_true_width_not_below():
     """Planted nonlinear confounding (rank 2, d_c = 8, n = 3000; a draw with strong confounding).
 
-    The neural bottleneck at k = r recovers tau (error < 0.1 on every coordinate),
-    linear adjustment for all of C does not (error > 0.3 somewhere), and a layer
-    narrower than the bottleneck (k = 1) leaves part of the confounding (its error
-    is larger than k = r's by a clear margin).
+    The neural bottleneck at k = r recovers tau (max error < 0.15; measured 0.09),
+    linear adjustment for all of C does not (error > 0.5; measured 0.77), and a layer
+    narrower than the bottleneck (k = 1) leaves part of the confounding (error more
+    than twice k = r's; measured 0.37).
     """
     sc = nonlinear_backdoor_scenario(d_c=8, d_y=2, rank=2, seed=3)
     d = sc.sample(3000, np.random.default_rng(2))
@@ -113,8 +114,8 @@ def test_nonlinear_backdoor_identified_at_true_width_not_below():
     below = PartiallyLinearBackdoor(NeuralBottleneck(1), n_folds=2).fit(T, Y, C).effect_
     linear = adjusted_effect(T, Y, C)[0]
     err = lambda e: np.abs(e - sc.effect).max()  # noqa: E731
-    assert err(at_r) < 0.1, (at_r, sc.effect)
-    assert err(linear) > 0.3
+    assert err(at_r) < 0.15, (at_r, sc.effect)
+    assert err(linear) > 0.5
     assert err(below) > 2 * err(at_r)
 
 
