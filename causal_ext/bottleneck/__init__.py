@@ -50,6 +50,7 @@ from causal_ext.bottleneck.subspace import (
     bottleneck_alignment,
     canonical_correlations,
     linear_bijection,
+    nonlinear_alignment,
     principal_angles,
 )
 
@@ -61,5 +62,5 @@ __all__ = [
     "first_stage_rank", "NotIdentifiedError", "BackdoorAdjustment", "adjusted_effect",
     "theoretical_backdoor_variance", "MediationEffect", "product_of_coefficients", "ArmSummary",
     "monte_carlo", "summarize", "NeuralBottleneck", "PartiallyLinearBackdoor", "partialling_out",
-    "nonlinear_backdoor_scenario",
+    "nonlinear_backdoor_scenario", "nonlinear_alignment",
 ]

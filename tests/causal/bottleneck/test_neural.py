@@ -2,28 +2,16 @@
 
 import numpy as np
 import pytest
-from sklearn.neighbors import KNeighborsRegressor
 
 from causal_ext.bottleneck import (
     NeuralBottleneck,
     PartiallyLinearBackdoor,
     ReducedRankBottleneck,
+    nonlinear_alignment,
     nonlinear_backdoor_scenario,
     partialling_out,
 )
 from causal_ext.bottleneck.backdoor import adjusted_effect
-
-
-def _r2_function_of(target: np.ndarray, scores: np.ndarray) -> float:
-    """Held-out R^2 of ``target`` predicted from ``scores`` by 25-nearest-neighbour regression.
-
-    Near 1 when ``target`` is a (smooth) function of ``scores``; near 0 when the
-    scores carry no information about it.
-    """
-    half = len(target) // 2
-    pred = KNeighborsRegressor(25).fit(scores[:half], target[:half]).predict(scores[half:])
-    rest = target[half:]
-    return float(1 - np.sum((rest - pred) ** 2) / np.sum((rest - rest.mean()) ** 2))
 
 
 def test_partialling_out_known_answer():
@@ -92,8 +80,8 @@ def test_neural_bottleneck_recovers_planted_quadratic_bottleneck():
     b_new = (X_new @ B.T) ** 2
     neural = NeuralBottleneck(rank=2, seed=0).fit(X, child)
     linear = ReducedRankBottleneck(rank=2, whiten=False).fit(X, child)
-    r2_neural = [_r2_function_of(b_new[:, j], neural.transform(X_new)) for j in range(2)]
-    r2_linear = [_r2_function_of(b_new[:, j], linear.transform(X_new)) for j in range(2)]
+    r2_neural = nonlinear_alignment(b_new, neural.transform(X_new))
+    r2_linear = nonlinear_alignment(b_new, linear.transform(X_new))
     assert min(r2_neural) > 0.8, r2_neural
     assert max(r2_linear) < 0.3, r2_linear
     assert neural.transform(X_new).shape == (2000, 2) and neural.predict(X_new).shape == (2000, 5)
@@ -136,3 +124,13 @@ def test_bad_inputs_get_one_clear_error():
         PartiallyLinearBackdoor(object()).fit(X[:, :1], X[:, 1:2], X)
     with pytest.raises(ValueError, match="activation"):
         nonlinear_backdoor_scenario(activation="linear")
+
+
+def test_nonlinear_alignment_known_answers():
+    """A deterministic function of the scores scores R^2 near 1; an independent variable near 0 (or below)."""
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((4000, 2))
+    r2 = nonlinear_alignment(np.column_stack([np.cos(2 * scores[:, 0]), rng.standard_normal(4000)]), scores)
+    assert r2[0] > 0.95 and r2[1] < 0.05
+    with pytest.raises(ValueError, match="same number of rows"):
+        nonlinear_alignment(scores[:200], scores[:300])
