@@ -5,7 +5,7 @@ Run::
     python -m benchmarks.cot_coverage                  # 200 simulations per cell (a few minutes)
     python -m benchmarks.cot_coverage --reps 20        # smoke
     python -m benchmarks.cot_coverage --render-only    # table and plot again from the JSON
-    python -m benchmarks.cot_coverage --covariates 1 2 3 4 --reps 40   # several covariates (~15 min)
+    python -m benchmarks.cot_coverage --covariates 1 2 3 4 --reps 40   # several covariates (~25 min)
 
 Target: the sharp bounds on ``E[(Y1 - Y0)^2]`` given a covariate ``X`` (quadratic
 cost), ``E_X[W2^2(P(Y1|X), P(Y0|X))]`` and its antitone counterpart. Two
@@ -371,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
             for n in ns.sizes:
                 for name, make in ESTIMATORS.items():
                     runs[f"{n} | {name}"] = run_cell(design, n, make, truth, ns.reps, ns.seed)
-                    print(design, n, name, {k: round(v, 3) for k, v in runs[f"{n} | {name}"].items()},
+                    print(design, n, name, {k: v if isinstance(v, list) else round(v, 3)
+                                            for k, v in runs[f"{n} | {name}"].items()},
                           flush=True)
             results[design] = {"truth": truth, "runs": runs}
     wall = time.perf_counter() - start
