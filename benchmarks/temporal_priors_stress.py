@@ -2,8 +2,8 @@
 
 Run::
 
-    python -m benchmarks.temporal_priors_stress              # both parts (a few minutes)
-    python -m benchmarks.temporal_priors_stress --seeds 1    # smoke
+    python -m benchmarks.temporal_priors_stress --seeds 4    # the documented run (about 12 minutes)
+    python -m benchmarks.temporal_priors_stress --seeds 1    # smoke (part 2 on one dataset per size)
 
 The priors' claim (partial-order temporal discovery) is that a static ``exp(S)`` path-prohibition
 penalty is unstable on cyclic summary graphs (repeated walks accumulate) while the
