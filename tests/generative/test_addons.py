@@ -241,3 +241,22 @@ def test_config_addons_list_builds_the_addon(tmp_path: Path) -> None:
                    "--trainer.logger.init_args.save_dir", str(tmp_path)], run=False)
     assert [type(a) for a in cli.model.addon_list] == [TrieRec]
     assert cli.model.hparams["addons"] == [TrieRec().spec()]
+
+
+@pytest.mark.parametrize("cls", [TIGER, SIDDecoder])
+def test_head_probe_reaches_cached_scoring(cls) -> None:
+    """Knocking out a self-attention head changes cached and uncached scores alike (the probe sees both)."""
+    from recframe.heads import attention_sites, scale_heads
+
+    model = _build(cls, True, seed=8)
+    _perturb(model, seed=9)
+    model.eval()
+    names = [s.name for s in attention_sites(model)]
+    site = next(n for n in names if n.endswith(("decoder.1.attn", "blocks.1.attn")))
+    history = {"history": torch.tensor([[0, 3, 5, 7], [1, 2, 3, 4]])}
+    with torch.no_grad():
+        clean = model.score(history)
+        with scale_heads(model, {(site, 0): 0.0}):
+            cached, prefix = model.score(history), model.score(history, cached=False)
+    assert (cached - clean)[:, 1:].abs().max() > 1e-3
+    torch.testing.assert_close(cached, prefix, rtol=0, atol=1e-5)
