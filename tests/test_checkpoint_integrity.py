@@ -56,9 +56,8 @@ def test_a_pickled_non_dict_is_refused(tmp_path: Path) -> None:
         load_checkpoint(path)
 
 
-@pytest.mark.parametrize("case", ["text", "flipped", "directory"])
-def test_cli_recommend_refuses_bad_checkpoints_in_one_line(tmp_path: Path, case: str, capsys) -> None:
-    expect = {"text": "corrupted", "flipped": "CRC", "directory": "is a directory"}[case]
+def _bad_checkpoint(tmp_path: Path, case: str) -> Path:
+    """A 6-byte text file, a checkpoint with one flipped byte inside a tensor, or a directory."""
     if case == "text":
         path = tmp_path / "six.ckpt"
         path.write_bytes(b"hello\n")
@@ -67,7 +66,15 @@ def test_cli_recommend_refuses_bad_checkpoints_in_one_line(tmp_path: Path, case:
         save_checkpoint({"w": torch.arange(4096, dtype=torch.float32)}, path)
         _flip_inside_tensor(path)
     else:
-        path = tmp_path
+        path = tmp_path / "sub"
+        path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize("case", ["text", "flipped", "directory"])
+def test_cli_recommend_refuses_bad_checkpoints_in_one_line(tmp_path: Path, case: str, capsys) -> None:
+    expect = {"text": "corrupted", "flipped": "CRC", "directory": "is a directory"}[case]
+    path = _bad_checkpoint(tmp_path, case)
     assert main(["recommend", "--ckpt", str(path), "--user", "1"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and str(path) in err and expect in err
@@ -77,16 +84,7 @@ def test_cli_recommend_refuses_bad_checkpoints_in_one_line(tmp_path: Path, case:
 def test_cli_test_refuses_a_bad_ckpt_path_in_one_line(tmp_path: Path, case: str, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RECFRAME_TRACEBACK", raising=False)
-    path = tmp_path / "sub"
-    if case == "text":
-        path = tmp_path / "six.ckpt"
-        path.write_bytes(b"hello\n")
-    elif case == "flipped":
-        path = tmp_path / "flipped.ckpt"
-        save_checkpoint({"w": torch.arange(4096, dtype=torch.float32)}, path)
-        _flip_inside_tensor(path)
-    else:
-        path.mkdir()
+    path = _bad_checkpoint(tmp_path, case)
     config = Path(__file__).resolve().parent.parent / "configs" / "smoke" / "popularity.yaml"
     with pytest.raises(SystemExit) as exc:
         main(["test", "--config", str(config), "--ckpt_path", str(path), "--trainer.enable_progress_bar",
