@@ -401,6 +401,9 @@ def _restore_model(class_path: str, ckpt: dict[str, Any], path: Path) -> torch.n
     except (ImportError, AttributeError):
         raise CheckpointError(f"checkpoint {path} was written by model class {class_path}, which cannot be "
                               "imported here; install the package that defines it.") from None
+    upgrade = getattr(cls, "upgrade_checkpoint", None)
+    if callable(upgrade):  # a model whose constructor changed maps what an older version wrote
+        ckpt = upgrade(ckpt)
     # LightningCLI adds bookkeeping keys such as `_class_path` next to the init arguments
     hparams = {k: v for k, v in (ckpt.get("hyper_parameters") or {}).items() if not k.startswith("_")}
     try:

@@ -82,6 +82,15 @@ class RecModel(L.LightningModule, ABC):
         """
         return _batch_size(batch)
 
+    @classmethod
+    def upgrade_checkpoint(cls, checkpoint: dict[str, Any]) -> dict[str, Any]:
+        """Rewrite a checkpoint dict written by an older version of this model (default: unchanged).
+
+        Readers that rebuild a model from the stored hyperparameters (``Recommender.from_checkpoint``) call it
+        first, so a model whose constructor changed can still load what it wrote before.
+        """
+        return checkpoint
+
     def bind_data(self, train: Any) -> None:
         """Derive model state from the training :class:`Interactions` (default: nothing)."""
 

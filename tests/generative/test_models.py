@@ -111,3 +111,28 @@ def test_generative_models_learn_the_planted_sequences(model_cls, trierec: bool)
         addons=[TrieRec()] if trierec else None,
     )
     assert ndcg > 1.5 * popularity
+
+
+def test_recommender_serves_a_checkpoint_written_with_the_former_trierec_flag(tmp_path: Path) -> None:
+    """A full training checkpoint rewritten to the pre-add-on format (``trierec: true``, TrieRec tables under
+    ``backbone.abs_enc/rel_bias``) is served without a manual migration, with the same recommendations."""
+    from recframe.checkpoint_io import load_checkpoint, save_checkpoint
+
+    cli = run_cli(["--config", str(SMOKE / "tiger.yaml"), "--trainer.max_epochs", "1",
+                   "--trainer.enable_progress_bar", "false", "--trainer.logger.init_args.save_dir",
+                   str(tmp_path), "--model.init_args.addons",
+                   '[{"class_path": "recframe.models.generative.TrieRec"}]'], run=False)
+    cli.trainer.fit(cli.model, cli.datamodule)
+    last = next(tmp_path.glob("*/version_*/checkpoints/last.ckpt"))
+    ckpt = load_checkpoint(last)
+    ckpt["hyper_parameters"].pop("addons")
+    ckpt["hyper_parameters"]["trierec"] = True
+    state = ckpt["state_dict"]
+    ckpt["state_dict"] = {k.replace("backbone.addons.0.", "backbone."): v for k, v in state.items()}
+    assert any(k.startswith("backbone.abs_enc.") for k in ckpt["state_dict"])
+    old = tmp_path / "old_format.ckpt"
+    save_checkpoint(ckpt, old)
+    new_rec, old_rec = Recommender.from_checkpoint(last), Recommender.from_checkpoint(old)
+    assert [type(a) for a in old_rec.model.backbone.addons] == [TrieRec]
+    users = list(new_rec.user_ids[1:6])
+    assert old_rec.recommend(users=users, k=5).items == new_rec.recommend(users=users, k=5).items

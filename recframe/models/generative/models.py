@@ -174,6 +174,13 @@ class GenerativeRecModel(RecModel):
                 f"`{legacy.MIGRATE_HINT}`.")
         return legacy.map_legacy_state(state_dict, index)
 
+    @classmethod
+    def upgrade_checkpoint(cls, checkpoint: dict[str, Any]) -> dict[str, Any]:
+        """A checkpoint written with the former ``trierec`` flag becomes one with ``addons: [TrieRec]``."""
+        if legacy.is_legacy_checkpoint(checkpoint):
+            legacy.migrate_checkpoint(checkpoint)
+        return checkpoint
+
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         if legacy.is_legacy_checkpoint(checkpoint):  # written with the former `trierec` flag
             legacy.migrate_checkpoint(checkpoint)
