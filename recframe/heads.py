@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import importlib
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -125,24 +126,26 @@ class _Handle(Protocol):
     def remove(self) -> None: ...
 
 
-class _Kind:
+class _Kind(ABC):
     """How one family of attention modules exposes its heads and weights."""
 
     name: str
 
+    @abstractmethod
     def matches(self, module: nn.Module) -> bool:
-        raise NotImplementedError
+        """Whether ``module`` is an attention site of this kind."""
 
+    @abstractmethod
     def describe(self, module: nn.Module) -> tuple[int, int, int]:
         """``(n_heads, head_dim, n_kv_heads)``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def install(self, module: nn.Module, fn: HeadFn) -> _Handle:
         """Run ``fn`` on the module's heads at every forward call until the handle is removed."""
-        raise NotImplementedError
 
+    @abstractmethod
     def projections(self, module: nn.Module) -> HeadProjections:
-        raise NotImplementedError
+        """Per-head views of the module's query, key, value and output weights."""
 
 
 class _HookChain:
