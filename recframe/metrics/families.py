@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from recframe.metrics.ranking import DISLIKED_TIES, STANDARD_METRICS, masked_topk, standard_metrics
+from recframe.metrics.ranking import DISLIKED_TIES, STANDARD_METRICS, standard_metrics
 from recframe.metrics.signed import SIGNED_METRICS, signed_metrics, signed_user_masks
+from recframe.metrics.topk import masked_top_k
 
 NEEDS: tuple[str, ...] = ("ranks", "labels", "scores")
 RELEVANCE_MODES: tuple[str, ...] = ("all", "liked")
@@ -210,7 +211,10 @@ class ItemCoverageFamily(MetricFamily):
         return {"coverage": torch.zeros(n_ks, n_items + 1, dtype=torch.long, device=device)}
 
     def update_state(self, chunk: EvalChunk, state: dict[str, Tensor]) -> None:
-        items, ok = masked_topk(chunk.scores, chunk.targets, chunk.seen, max(chunk.ks))
+        # the evaluator checked the chunk's scores finite before any family runs: no second check here
+        top = masked_top_k(chunk.scores, max(chunk.ks), exclude=chunk.seen, keep=chunk.targets,
+                           check_finite=False)
+        items, ok = top.items, top.valid
         ok &= chunk.valid.any(dim=1)[:, None]
         coverage = state["coverage"]
         for i, k in enumerate(chunk.ks):

@@ -91,7 +91,7 @@ def check_finite_rows(values: Tensor, *, model_name: str = "model", users: Seque
 
 def masked_top_k(scores: Tensor, k: int, *, exclude: Exclude | None = None, keep: Tensor | None = None,
                  model_name: str = "model", users: Sequence[Any] | None = None,
-                 masked_scores: bool = False) -> TopK:
+                 masked_scores: bool = False, check_finite: bool = True) -> TopK:
     """The top-``k`` eligible items of each row of ``scores`` ``[B, n_items + 1]`` (module docstring).
 
     Args:
@@ -104,6 +104,8 @@ def masked_top_k(scores: Tensor, k: int, *, exclude: Exclude | None = None, keep
         model_name, users: named in the :class:`~recframe.metrics.ranking.NonFiniteScoresError` raised for
             NaN/inf scores of real items (``users``: one name per row).
         masked_scores: ``scores`` already hold ``-inf`` for excluded items; only NaN and ``+inf`` raise.
+        check_finite: check the rows for NaN/inf (default). ``False`` only where the caller has already
+            checked the same rows (the evaluator checks every chunk before any metric family runs).
     """
     k = check_k(k)
     if scores.dim() != 2 or scores.shape[1] < 1:
@@ -125,7 +127,8 @@ def masked_top_k(scores: Tensor, k: int, *, exclude: Exclude | None = None, keep
         stop = min(start + rows, batch)
         block = scores[start:stop]
         names = users[start:stop] if users is not None else [f"row {r}" for r in range(start, stop)]
-        check_finite_rows(block, model_name=model_name, users=names, masked_scores=masked_scores)
+        if check_finite:
+            check_finite_rows(block, model_name=model_name, users=names, masked_scores=masked_scores)
         masked = buffer[: stop - start]
         masked.copy_(block)
         if csr is not None:
