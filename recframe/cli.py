@@ -332,9 +332,29 @@ USAGE = """usage: recframe {fit,validate,test,data,recommend} ...
   recframe data     {prepare NAME, list}                  fetch, verify and cache datasets
   recframe recommend --ckpt CKPT --user ID [-k 10]        top-k items for a user, with titles
                    [--format table|json|csv] [--decode exact|beam --beam 20]
+  recframe continual --config FILE                        the staged continual-learning protocol
+  recframe conversational evaluate --config FILE          the TRACE-style conversational benchmark
 
 `recframe fit --help` lists every key of the config schema; `--print_config` shows the resolved config.
 """
+
+
+#: subcommands that live in their own package: name -> "module:function" taking the remaining argv and
+#: returning an exit code (imported only when used, so the core CLI does not load them)
+EXTRA_COMMANDS: dict[str, str] = {
+    "continual": "recframe.continual.cli:main",
+    "conversational": "recframe.conversational.cli:main",
+}
+
+
+def _extra_command(name: str, argv: list[str]) -> int:
+    import importlib
+
+    from recframe.errors import friendly_errors
+
+    module, func = EXTRA_COMMANDS[name].split(":")
+    with friendly_errors(source=name):
+        return int(getattr(importlib.import_module(module), func)(argv) or 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -347,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
         return _data_command(args[1:])
     if args and args[0] == "recommend":
         return _recommend_command(args[1:])
+    if args and args[0] in EXTRA_COMMANDS:
+        return _extra_command(args[0], args[1:])
     from recframe.errors import friendly_errors
 
     configs = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--config", "-c")]
