@@ -98,3 +98,41 @@ class TransformerBlock(nn.Module):
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         x = x + self.drop(self.attn(self.norm1(x), mask))
         return x + self.drop(self.ffn(self.norm2(x)))
+
+
+class CrossAttention(nn.Module):
+    """Multi-head attention of a few query vectors over a padded key/value sequence.
+
+    ``softmax(Q K^T / sqrt(d_h) + mask) V`` per head, then an output projection; ``Q = W_q q``,
+    ``K = W_k x``, ``V = W_v x``. Used where a fixed set of queries reads a sequence, e.g. RecMem's
+    memory slots reading a history segment. Keys with ``key_valid == False`` are hidden; a query whose
+    keys are all hidden gets a zero output (not NaN).
+
+    Args:
+        dim: model width (``head_dim = dim // n_heads``).
+        n_heads: attention heads.
+        dropout: dropout on the attention probabilities (training only).
+    """
+
+    def __init__(self, dim: int, n_heads: int, dropout: float) -> None:
+        super().__init__()
+        if dim % n_heads:
+            raise ValueError(f"hidden size {dim} is not divisible by n_heads={n_heads}")
+        self.n_heads, self.head_dim = n_heads, dim // n_heads
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, 2 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.dropout = dropout
+
+    def forward(self, queries: Tensor, keys: Tensor, key_valid: Tensor) -> Tensor:
+        """``queries [B, M, d]`` read ``keys [B, L, d]`` (``key_valid [B, L]`` bool) -> ``[B, M, d]``."""
+        B, M, D = queries.shape
+        L = keys.shape[1]
+        q = self.q(queries).view(B, M, self.n_heads, self.head_dim).transpose(1, 2)
+        k, v = (t.view(B, L, self.n_heads, self.head_dim).transpose(1, 2) for t in self.kv(keys).chunk(2, -1))
+        any_key = key_valid.any(dim=1)
+        mask = (key_valid | ~any_key[:, None])[:, None, None, :]  # empty rows: attend anywhere, zeroed below
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                               dropout_p=self.dropout if self.training else 0.0)
+        out = self.out(heads.transpose(1, 2).reshape(B, M, D))
+        return out * any_key[:, None, None].to(out.dtype)
