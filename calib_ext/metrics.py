@@ -12,9 +12,11 @@ Conventions (where the reference libraries differ, this is the one we follow and
   ``numpy.histogram`` (``[lo, hi)``, last bin closed). The three agree whenever no confidence sits exactly on
   an inner edge, which is what the tests check on continuous random inputs; a hand-computed test pins our
   edge rule.
-* **Equal-mass bins** (the "adaptive" ECE of Nixon et al., 2019) sort the confidences and cut the sorted list
-  into ``M`` consecutive groups of ``floor(n/M)`` or ``ceil(n/M)`` samples (``numpy.array_split`` sizes), so
-  every bin is non-empty when ``n >= M`` and equal confidences may fall into neighbouring bins.
+* **Equal-mass bins** (the "adaptive" ECE of Nixon et al., 2019): the edges are the ``b/M`` quantiles of the
+  confidences (``numpy.quantile``, linear interpolation; outer edges 0 and 1), bins again ``(lo, hi]``, so
+  each bin holds ``n/M`` samples up to rounding and equal confidences always share a bin (with many ties a
+  bin can be empty). This is netcal's ``ECE(equal_intervals=False)`` construction, which differs only in
+  putting a confidence that equals an inner edge into the upper bin.
 * **Classwise ECE** is Kull et al. (2019): each class's probability column is binned on its own, and the
   per-class ECEs are averaged over **all** ``C`` classes (classes that never occur count too), equal-width
   ``(lo, hi]`` bins. This equals the mean over classes of torchmetrics' ``binary_calibration_error`` of
@@ -49,6 +51,7 @@ __all__ = [
     "calibration_summary",
     "classwise_ece",
     "ece_from_stats",
+    "mass_bin_edges",
     "masked_logits",
     "nll",
     "reliability_diagram",
@@ -133,15 +136,18 @@ def width_bin_index(conf: Tensor, n_bins: int) -> Tensor:
     return torch.bucketize(conf.contiguous(), inner, right=False)
 
 
+def mass_bin_edges(conf: Tensor, n_bins: int) -> Tensor:
+    """Equal-mass bin edges: the ``b/M`` quantiles of the confidences (linear interpolation, as
+    ``numpy.quantile``), with the outer edges set to 0 and 1."""
+    q = torch.linspace(0.0, 1.0, n_bins + 1, dtype=torch.float64, device=conf.device)
+    edges = torch.quantile(conf.to(torch.float64), q, interpolation="linear")
+    edges[0], edges[-1] = 0.0, 1.0
+    return edges
+
+
 def _mass_bin_index(conf: Tensor, n_bins: int) -> Tensor:
-    n = conf.shape[0]
-    order = torch.argsort(conf, stable=True)
-    sizes = [len(a) for a in np.array_split(np.arange(n), n_bins)]
-    ranks_bin = torch.repeat_interleave(torch.arange(n_bins, device=conf.device),
-                                        torch.as_tensor(sizes, device=conf.device))
-    idx = torch.empty(n, dtype=torch.long, device=conf.device)
-    idx[order] = ranks_bin
-    return idx
+    inner = mass_bin_edges(conf, n_bins)[1:-1].contiguous()
+    return torch.bucketize(conf.contiguous(), inner, right=False)
 
 
 def binned_stats(conf: Tensor, correct: Tensor, n_bins: int, bin_index: Tensor | None = None) -> Tensor:
@@ -183,7 +189,8 @@ def top_label_ece(probs: Any, labels: Any, n_bins: int = 15, binning: str = "wid
         ECE = sum_b |B_b| / n * | (1/|B_b|) sum_{i in B_b} a_i  -  (1/|B_b|) sum_{i in B_b} c_i |
 
     Empty bins contribute 0. ``binning="width"``: ``B_b = {i : (b-1)/M < c_i <= b/M}``; ``binning="mass"``:
-    ``M`` consecutive groups of the sorted confidences with equal counts (+-1), see the module docstring.
+    ``B_b = {i : q_{b-1} < c_i <= q_b}`` with ``q_b`` the ``b/M`` quantile of the confidences
+    (:func:`mass_bin_edges`).
     """
     n_bins = _check_bins(n_bins)
     if binning not in BINNINGS:

@@ -7,8 +7,10 @@ and is fitted on held-out (validation) data by minimising the negative log-likel
 
 We optimise over ``tau = log T`` (unconstrained, keeps ``T > 0``) with L-BFGS and a strong-Wolfe line search,
 starting at ``T = 1``, in float64. The NLL is convex in ``1/T``, so the minimum is unique whenever it is
-finite; on separable data (every sample already correct with a margin) it runs to ``T -> 0``, which we stop
-at the bounds ``T in [1e-3, 1e3]`` and report in ``converged_``.
+finite. On separable data (every sample's label is its strict argmax) the NLL decreases all the way to
+``T -> 0`` and has no minimiser: L-BFGS then stops where the gradient vanishes numerically, ``converged_`` is
+False and a warning says so. ``log T`` is clamped to ``[log 1e-3, log 1e3]``; hitting a bound also sets
+``converged_`` False.
 
 Masked classes may be given as ``-inf`` logits; they keep probability 0 at every ``T``.
 """
@@ -16,6 +18,7 @@ Masked classes may be given as ``-inf`` logits; they keep probability 0 at every
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import torch
@@ -72,7 +75,15 @@ class TemperatureScaler:
         if not math.isfinite(value):
             raise RuntimeError("temperature scaling diverged (non-finite log T); check the logits")
         lo, hi = LOG_T_BOUNDS
-        self.converged_ = lo < value < hi
+        top2 = z.masked_fill(~finite, float("-inf")).topk(min(2, z.shape[1]), dim=1).values
+        label_logit = z.gather(1, y[:, None]).squeeze(1)
+        strict_top = (label_logit == top2[:, 0]) & (top2[:, 0] > top2[:, -1])
+        separable = z.shape[1] > 1 and bool(strict_top.all())
+        self.converged_ = lo < value < hi and not separable
+        if separable:
+            warnings.warn("temperature scaling on separable data (every label is the strict argmax): the NLL "
+                          "has no minimum, T -> 0; fit on held-out data the model gets wrong at times",
+                          RuntimeWarning, stacklevel=2)
         self.temperature_ = math.exp(min(max(value, lo), hi))
         self.nll_before_ = before
         with torch.no_grad():
