@@ -155,6 +155,10 @@ class SeverityCurves:
         cnt = self.valid.sum(1)
         return np.divide(miss.sum(1), cnt, out=np.zeros(len(cnt)), where=cnt > 0)
 
+    def fnr_risk(self, lam: float) -> float:
+        """Mean false-negative rate over the instances."""
+        return float(self.fnr_losses(lam).mean())
+
     def set_sizes(self, lam: float) -> np.ndarray:
         """``|S_lambda(x_i)|``."""
         return (self.entry_times <= lam).sum(axis=1)
