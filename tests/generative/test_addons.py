@@ -35,9 +35,9 @@ def _old_key(key: str) -> str:
     return key.replace("backbone.addons.0.", "backbone.")
 
 
-def _build(cls, trierec: bool, seed: int = 0):
+def _build(cls, trierec: bool, seed: int = 0, **extra):
     torch.manual_seed(seed)
-    model = cls(n_items=40, addons=[TrieRec()] if trierec else None, **KW)
+    model = cls(n_items=40, addons=[TrieRec()] if trierec else None, **{**KW, **extra})
     model._build(codes(), SIZES)
     return model
 
@@ -152,8 +152,9 @@ def _perturb(model, seed: int = 3) -> None:
 
 @pytest.mark.parametrize("cls", [TIGER, SIDDecoder])
 @pytest.mark.parametrize("trierec", [False, True])
-def test_cached_exact_scores_equal_uncached(cls, trierec: bool) -> None:
-    model = _build(cls, trierec, seed=5)
+@pytest.mark.parametrize("history_tokens", ["codes", "items"])
+def test_cached_exact_scores_equal_uncached(cls, trierec: bool, history_tokens: str) -> None:
+    model = _build(cls, trierec, seed=5, history_tokens=history_tokens)
     _perturb(model)
     model.eval()
     history = torch.tensor([[0, 0, 3, 5, 7, 9, 10], [1, 2, 3, 4, 5, 6, 40], [0, 0, 0, 0, 0, 0, 12],

@@ -52,12 +52,14 @@ def _codes(n: int = 60, sizes: tuple[int, ...] = (4, 4, 5), seed: int = 0) -> np
 
 @pytest.mark.parametrize("cls", [TigerBackbone, DecoderBackbone])
 @pytest.mark.parametrize("trierec", [False, True])
-def test_teacher_forced_loss_equals_stepwise_scoring(cls, trierec: bool) -> None:
+@pytest.mark.parametrize("history_tokens", ["codes", "items"])
+def test_teacher_forced_loss_equals_stepwise_scoring(cls, trierec: bool, history_tokens: str) -> None:
     """The training loss of a window's last target is -sum_l log softmax(step(prefix_l))[c_l]."""
     torch.manual_seed(0)
     addons = [TrieRec()] if trierec else []
     model = cls(
-        _codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6, addons=addons
+        _codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6, addons=addons,
+        history_tokens=history_tokens,
     ).eval()
     if trierec:  # the TrieRec tables start at zero; give them values so the test exercises them
         for p in model.addons.parameters():
@@ -80,12 +82,13 @@ def test_teacher_forced_loss_equals_stepwise_scoring(cls, trierec: bool) -> None
 
 
 @pytest.mark.parametrize("cls", [TigerBackbone, DecoderBackbone])
-def test_step_is_batched_over_prefixes(cls) -> None:
+@pytest.mark.parametrize("history_tokens", ["codes", "items"])
+def test_step_is_batched_over_prefixes(cls, history_tokens: str) -> None:
     """Scoring N prefixes at once equals scoring them one by one (rows do not leak into each other)."""
     torch.manual_seed(1)
     model = cls(
         _codes(), (4, 4, 5), dim=32, n_layers=1, n_heads=2, inner=64, dropout=0.0, window=4,
-        addons=[TrieRec()],
+        addons=[TrieRec()], history_tokens=history_tokens,
     ).eval()
     for p in model.addons.parameters():
         torch.nn.init.normal_(p, std=0.5)
@@ -95,3 +98,47 @@ def test_step_is_batched_over_prefixes(cls) -> None:
         together = model.step(ctx, prefixes[None].expand(2, -1, -1))
         alone = torch.cat([model.step(ctx, prefixes[None, i : i + 1].expand(2, -1, -1)) for i in range(3)], 1)
     torch.testing.assert_close(together, alone, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [TigerBackbone, DecoderBackbone])
+@pytest.mark.parametrize("trierec", [False, True])
+def test_pooled_history_trains_every_target_as_its_own_prefix_would_score(cls, trierec: bool) -> None:
+    """With one token per history item, the loss of target ``t`` of a window equals the scoring of the
+    window cut after item ``t`` and left-padded back to the window (the causal mask makes the rest invisible),
+    except for positions: so the test uses a window whose items all sit at the end (only the last target)
+    and one where every target is checked against a model without position signal."""
+    torch.manual_seed(2)
+    model = cls(_codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=5,
+                addons=[TrieRec()] if trierec else [], history_tokens="items").eval()
+    with torch.no_grad():
+        model.pos.weight.zero_()  # positions off: a prefix of the window scores like a right-aligned history
+        if trierec:
+            for p in model.addons.parameters():
+                torch.nn.init.normal_(p, std=0.5)
+    inputs = torch.tensor([[3, 5, 7, 9, 11]])
+    targets = torch.tensor([[5, 7, 9, 11, 13]])
+    with torch.no_grad():
+        for t in range(5):
+            only = torch.zeros_like(targets)
+            only[0, t] = targets[0, t]
+            loss = model.loss(inputs, only) * 3
+            history = torch.nn.functional.pad(inputs[:, : t + 1], (4 - t, 0))
+            ctx = model.context(history)
+            path = model.codes[targets[:, t]]
+            logp = sum(torch.log_softmax(model.step(ctx, path[:, None, :level])[:, 0], -1)[0, path[0, level]]
+                       for level in range(3))
+            torch.testing.assert_close(loss, -logp, rtol=1e-5, atol=1e-5)
+
+
+def test_pooled_history_is_shorter_and_unknown_layout_is_refused() -> None:
+    codes = _codes()
+    codes_model = DecoderBackbone(codes, (4, 4, 5), dim=16, n_layers=1, n_heads=2, inner=32, dropout=0.0,
+                                  window=4)
+    items_model = DecoderBackbone(codes, (4, 4, 5), dim=16, n_layers=1, n_heads=2, inner=32, dropout=0.0,
+                                  window=4, history_tokens="items")
+    history = torch.tensor([[0, 2, 4, 6]])
+    assert codes_model.context(history).kv[0][0].shape[1] == 12
+    assert items_model.context(history).kv[0][0].shape[1] == 4
+    with pytest.raises(ValueError, match="history_tokens must be 'codes' or 'items'"):
+        DecoderBackbone(codes, (4, 4, 5), dim=16, n_layers=1, n_heads=2, inner=32, dropout=0.0, window=4,
+                        history_tokens="tokens")

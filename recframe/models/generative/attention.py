@@ -106,7 +106,8 @@ class RowAttention(nn.Module):
             logits.append(s)
             values.append(("context", cv))
         probs = torch.softmax(torch.cat(logits, -1), dim=-1).nan_to_num(0.0)
-        probs = F.dropout(probs, self.dropout, self.training)
+        if self.dropout > 0:
+            probs = F.dropout(probs, self.dropout, self.training)
         heads, start = 0, 0
         for (kind, v), s in zip(values, logits):
             width = s.shape[-1]
@@ -131,14 +132,17 @@ class RowBlock(nn.Module):
         *,
         cross: bool = False,
         self_sees_context: bool = False,
+        attn_dropout: float | None = None,
     ) -> None:
         super().__init__()
+        attn_dropout = dropout if attn_dropout is None else attn_dropout
         self.norm1 = nn.LayerNorm(dim)
-        self.attn = RowAttention(dim, n_heads, dropout, attend_self=True, attend_context=self_sees_context)
+        self.attn = RowAttention(dim, n_heads, attn_dropout, attend_self=True,
+                                 attend_context=self_sees_context)
         self.cross = None
         if cross:
             self.norm_c = nn.LayerNorm(dim)
-            self.cross = RowAttention(dim, n_heads, dropout, attend_self=False, attend_context=True)
+            self.cross = RowAttention(dim, n_heads, attn_dropout, attend_self=False, attend_context=True)
         self.norm2 = nn.LayerNorm(dim)
         self.ffn = nn.Sequential(nn.Linear(dim, inner), nn.GELU(), nn.Dropout(dropout), nn.Linear(inner, dim))
         self.drop = nn.Dropout(dropout)

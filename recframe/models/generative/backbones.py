@@ -15,6 +15,19 @@ Shared choices (documented once here):
 * token ids: ``1 + offset[l] + code`` with one embedding table over all levels
   (0 = padding, the last id = decoder start token); output logits of level
   ``l`` are tied to that level's rows of the table;
+* history tokens (``history_tokens``): ``"codes"`` puts the ``L`` SID tokens of
+  every history item in the sequence (TIGER's layout: ``W * L`` tokens);
+  ``"items"`` puts one token per history item, the sum of its ``L`` code tokens'
+  inputs (token + level embeddings + add-on encodings), with the item's leaf
+  node standing for it in the add-ons' relative biases. ``"items"`` makes the
+  history ``L`` times shorter, so self-attention over it costs ``L**2`` times
+  less and every decoder row attends to ``L`` times fewer keys. That is what
+  lets a 50-item history train to convergence on a CPU (one TIGER training step
+  of 128 windows of 50 items: 10-16 s with ``"codes"``, see
+  ``benchmarks/results/ml100k_generative.md``); the codes being generated are
+  unchanged, and sequential recommenders (SASRec, and the semantic-ID inputs of
+  e.g. Singh et al. 2024, "Better Generalization with Semantic IDs") pool an
+  item's IDs into one input vector in the same way;
 * positions: a learned embedding of the item's index in the left-padded window
   (as SASRec; the latest item is always at the same index) plus a learned
   level embedding; add-ons (:mod:`recframe.models.generative.addons`, e.g.
@@ -94,6 +107,11 @@ class SIDBackbone(nn.Module):
         codebook_sizes: vocabulary size per level.
         dim, n_layers, n_heads, inner, dropout: transformer sizes.
         window: history items per window (``max_len``).
+        history_tokens: ``"codes"`` (``L`` tokens per history item) or ``"items"`` (one pooled token per
+            item); see the module docstring.
+        attn_dropout: dropout on attention probabilities (default: ``dropout``). On a CPU, drawing its masks
+            (one per attention-logit element) took most of a training step's time, so the tuned configs
+            search it separately.
         addons: :class:`~recframe.models.generative.addons.GenerativeAddon` objects, built here (after the
             shared embeddings, before the subclass's layers) and kept as ``self.addons``.
     """
@@ -109,13 +127,21 @@ class SIDBackbone(nn.Module):
         dropout: float,
         window: int,
         addons: Sequence[GenerativeAddon] = (),
+        history_tokens: str = "codes",
+        attn_dropout: float | None = None,
     ) -> None:
         super().__init__()
+        if history_tokens not in ("codes", "items"):
+            raise ValueError(f"history_tokens must be 'codes' or 'items', got {history_tokens!r}")
         codes = np.asarray(codes, dtype=np.int64)
         self.L = codes.shape[1]
+        self.history_tokens = history_tokens
+        #: sequence tokens per history item (``L`` for ``"codes"``, 1 for ``"items"``)
+        self.per_item = self.L if history_tokens == "codes" else 1
         self.n_items = codes.shape[0] - 1
         self.window = window
         self.dim, self.n_layers, self.inner, self.dropout = dim, n_layers, inner, dropout
+        self.attn_dropout = dropout if attn_dropout is None else attn_dropout
         self.codebook_sizes = tuple(int(v) for v in codebook_sizes)
         offsets = np.concatenate([[0], np.cumsum(self.codebook_sizes)[:-1]])
         self.register_buffer("codes", torch.tensor(codes))
@@ -139,7 +165,8 @@ class SIDBackbone(nn.Module):
 
     def block(self, **kwargs: Any) -> RowBlock:
         """A transformer block of this backbone's sizes (``kwargs``: ``RowBlock``'s role flags)."""
-        return RowBlock(self.dim, self.n_heads, self.inner, self.dropout, **kwargs)
+        return RowBlock(self.dim, self.n_heads, self.inner, self.dropout, attn_dropout=self.attn_dropout,
+                        **kwargs)
 
     # ------------------------------------------------------------ add-on hooks
     def addon_encoding(self, nodes: TokenNodes, token_emb: Tensor) -> Tensor | None:
@@ -160,16 +187,22 @@ class SIDBackbone(nn.Module):
         return 1 + self.offsets[: codes.shape[-1]] + codes
 
     def embed_items(self, items: Tensor, positions: Tensor) -> tuple[Tensor, TokenNodes]:
-        """``[B, W]`` items at window ``positions`` → ``[B, W*L, D]`` token inputs and their nodes."""
+        """``[B, W]`` items at window ``positions`` → ``[B, W * per_item, D]`` sequence inputs and their nodes
+        (with ``history_tokens="items"``, each item's code-token inputs summed, and its leaf node)."""
         B, W = items.shape
         ids = self.token_ids(self.codes[items]) * (items > 0)[..., None]  # [B, W, L]
         emb = self.tok(ids)
-        x = emb + self.pos(positions)[:, :, None, :] + self.level.weight[1:][None, None]
+        pooled = self.per_item == 1  # one token per item: its code tokens' inputs summed, its leaf node
+        pos = 0.0 if pooled else self.pos(positions)[:, :, None, :]
+        x = emb + pos + self.level.weight[1:][None, None]
         nodes = item_token_nodes(items, self.codes, self.sizes)
         if self._encoders:
             enc = self.addon_encoding(_unflatten(nodes, B, W, self.L), emb)
             if enc is not None:
                 x = x + enc
+        if pooled:
+            x = x.sum(2) * (items > 0)[..., None] + self.pos(positions)
+            return x, nodes.tokens(slice(self.L - 1, None, self.L))
         return x.reshape(B, W * self.L, -1), nodes
 
     def embed_prefix(self, prefix: Tensor, *, start: bool, position: int | None) -> tuple[Tensor, TokenNodes]:

@@ -118,6 +118,8 @@ class DecoderBackbone(SIDBackbone):
     # ------------------------------------------------------------------ training
     def loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
         """Next-token CE on the tokens of every target item of the window."""
+        if self.per_item == 1:
+            return self._pooled_loss(inputs, targets)
         window = torch.cat([inputs, targets[:, -1:]], 1)  # the W + 1 items of the window
         h, _, _, _ = self._stream(window)
         B = window.shape[0]
@@ -127,3 +129,34 @@ class DecoderBackbone(SIDBackbone):
         pred = torch.cat([h[:, :-1, -1:], h[:, 1:, :-1]], 2)  # [B, W, L, D]
         keep = targets > 0
         return self.level_ce(pred[keep], self.codes[targets][keep])
+
+    def _pooled_loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
+        """``history_tokens="items"``: the window's items are one token each, so a target's own codes are not
+        in the stream. Level 0 of target ``t`` is predicted by history item ``t``'s last hidden state (as at
+        inference by ``ctx.last``); levels ``1..L-1`` by prefix rows ``[c_1..c_{L-1}]`` at position ``t + 1``
+        that see, in every layer, the cached keys/values of history items ``<= t`` -- the computation
+        :meth:`step` runs at inference, for every target of the window at once."""
+        B, W = inputs.shape
+        h, nodes, _, layer_inputs = self._stream(inputs)  # h [B, W, D]
+        codes = self.codes[targets]  # [B, W, L]
+        pred = h[:, :, None]
+        if self.L > 1:
+            kv = [block.attn.context_kv(block.norm1(x)) for block, x in zip(self.blocks, layer_inputs)]
+            ctx = Context(kv=kv, mask=None, nodes=nodes, last=None)
+            x, pnodes = self.embed_prefix(codes[..., :-1], start=False, position=None)  # [B, W, L-1, D]
+            x = self.drop(x + self.pos(torch.arange(1, W + 1, device=inputs.device))[None, :, None])
+            m = self.L - 1
+            self_bias = self.self_bias(pnodes, pnodes, B, W)
+            flat = TokenNodes(*(t.reshape(B, W * m, *t.shape[2:]) for t in (
+                pnodes.path, pnodes.depth, pnodes.occurrence, pnodes.subtree, pnodes.valid)))
+            past_bias = self._history_bias(ctx, flat, B, W, m)
+            item = torch.arange(W, device=inputs.device)
+            sees = (item[None, :] <= item[:, None])[None] & nodes.valid[:, None, :]  # [B, W(target), W]
+            past_mask = sees[:, :, None, None, :]
+            causal = causal_mask(m, x.device)
+            for block, layer_kv in zip(self.blocks, kv):
+                x = block(x, self_mask=causal, self_bias=self_bias, past_kv=layer_kv, past_mask=past_mask,
+                          past_bias=past_bias)
+            pred = torch.cat([pred, x], 2)  # [B, W, L, D]
+        keep = targets > 0
+        return self.level_ce(pred[keep], codes[keep])

@@ -61,14 +61,31 @@ class GenerativeRecModel(RecModel):
         n_items, n_users: linked from the datamodule.
         tokenizer: a :mod:`recframe.tokenizers` tokenizer (``fit(features) -> SIDTable``); needed to train,
             not to load a checkpoint.
-        features: item content: ``text`` (title, year, genres through all-MiniLM-L6-v2, falling back to the
-            documented non-text features without the ``text`` extra) or ``none`` (the fallback features).
+        features: what the tokenizer quantises: ``text`` (title, year, genres through all-MiniLM-L6-v2,
+            falling back to the documented non-text features without the ``text`` extra), ``none`` (the
+            fallback features), ``collaborative`` (the item table of a trained collaborative model, see
+            ``collaborative``) or ``hybrid`` (text and collaborative blocks, each L2-normalised, concatenated
+            with squared-norm shares ``1 - collab_weight`` : ``collab_weight``;
+            :func:`recframe.features.hybrid_item_features`). Text-only IDs remain the option for catalogues
+            with cold-start items, which a collaborative table cannot place.
+        collaborative: for ``collaborative``/``hybrid``: a recframe config (e.g.
+            ``configs/sasrec_ml100k.yaml``) whose model is trained on this run's training split, best
+            validation checkpoint kept, and whose ``item_embeddings()`` are cached by fingerprint
+            (:func:`recframe.features.collaborative_item_embeddings`), or a ``.npy`` file holding such a
+            table ``[n_items + 1, d]``.
+        collaborative_seed: seed of that collaborative run.
+        collab_weight: the collaborative block's share in ``hybrid``.
         max_len: history items per window.
         dim, n_layers, n_heads, inner, dropout: backbone sizes.
+        attn_dropout: dropout on attention probabilities (default ``dropout``, as before it existed).
         addons: add-ons (:class:`~recframe.models.generative.addons.GenerativeAddon`), e.g.
             ``[{class_path: recframe.models.generative.TrieRec}]`` for TrieRec's trie-aware absolute and
             topology-aware relative encodings. Their specs (``class_path`` + ``init_args``, also accepted
             here) are stored in the hyperparameters, so a checkpoint rebuilds them.
+        history_tokens: ``"codes"`` (``L`` SID tokens per history item, TIGER's layout; the default, so
+            older checkpoints load unchanged) or ``"items"`` (one token per history item, the sum of its code
+            tokens' inputs: ``L**2`` times cheaper self-attention over the history; see
+            :mod:`recframe.models.generative.backbones`).
         lr, weight_decay, optimizer: optimiser.
     """
 
@@ -81,14 +98,19 @@ class GenerativeRecModel(RecModel):
         n_items: int,
         n_users: int = 0,
         tokenizer: SIDTokenizer | None = None,
-        features: Literal["text", "none"] = "text",
+        features: Literal["text", "none", "collaborative", "hybrid"] = "text",
+        collaborative: str | None = None,
+        collaborative_seed: int = 0,
+        collab_weight: float = 0.5,
         max_len: int = 20,
         dim: int = 64,
         n_layers: int = 2,
         n_heads: int = 2,
         inner: int = 256,
         dropout: float = 0.1,
+        attn_dropout: float | None = None,
         addons: list[GenerativeAddon] | None = None,
+        history_tokens: Literal["codes", "items"] = "codes",
         lr: float = 1e-3,
         weight_decay: float = 0.0,
         optimizer: Literal["adam", "adamw"] = "adamw",
@@ -99,13 +121,22 @@ class GenerativeRecModel(RecModel):
         self.hparams["addons"] = [a.spec() for a in self.addon_list]
         self.tokenizer = tokenizer
         self.features = features
+        if features in ("collaborative", "hybrid") and not collaborative:
+            raise ValueError(f"model.init_args.features={features!r} needs model.init_args.collaborative: "
+                             "a recframe config of a collaborative model (e.g. configs/sasrec_ml100k.yaml) "
+                             "or a .npy item table.")
+        self.collaborative = collaborative
+        self.collaborative_seed = collaborative_seed
+        self.collab_weight = collab_weight
         self.max_len = max_len
+        self.history_tokens = history_tokens
         self.sizes = {
             "dim": dim,
             "n_layers": n_layers,
             "n_heads": n_heads,
             "inner": inner,
             "dropout": dropout,
+            "attn_dropout": attn_dropout,
         }
         self.backbone: SIDBackbone | None = None
         self.sid_table_state: dict[str, Any] | None = None
@@ -120,20 +151,38 @@ class GenerativeRecModel(RecModel):
                 f"{type(self).__name__} needs model.init_args.tokenizer (e.g. class_path: "
                 "recframe.tokenizers.RQKMeans) to build its semantic IDs."
             )
-        from recframe.features import item_content_features
-
-        if train.item_features is None:
+        if train.item_features is None and self.features != "collaborative":
             raise ValueError(
                 f"{type(self).__name__} needs item content features, but dataset "
                 f"{train.name!r} has none (titles/genres); use a dataset with item features."
             )
-        matrix = item_content_features(
-            train.item_features, encoder="all-MiniLM-L6-v2" if self.features == "text" else "none"
-        )
-        table = self.tokenizer.fit(matrix)
+        table = self.tokenizer.fit(self.item_matrix(train))
         logger.info("semantic IDs: %s", table.stats)
         self.sid_table_state = table.state_dict()
         self._build(np.asarray(table.codes), tuple(table.codebook_sizes))
+
+    def item_matrix(self, train: Any) -> np.ndarray:
+        """What the tokenizer quantises, ``[n_items + 1, d]`` (see ``features``)."""
+        from recframe.features import item_content_features
+
+        if self.features in ("text", "none"):
+            return item_content_features(
+                train.item_features, encoder="all-MiniLM-L6-v2" if self.features == "text" else "none")
+        if str(self.collaborative).endswith(".npy"):
+            collab = np.load(self.collaborative)
+        else:
+            from recframe.features.collaborative import collaborative_item_embeddings
+
+            collab = collaborative_item_embeddings(train, self.collaborative, seed=self.collaborative_seed)
+        if collab.shape[0] != self.n_items + 1:
+            raise ValueError(f"model.init_args.collaborative ({self.collaborative}) has "
+                             f"{collab.shape[0] - 1} items but the data {self.n_items}.")
+        if self.features == "collaborative":
+            return np.asarray(collab, dtype=np.float32)
+        from recframe.features.collaborative import hybrid_item_features
+
+        text = item_content_features(train.item_features, encoder="all-MiniLM-L6-v2")
+        return hybrid_item_features(text, collab, collab_weight=self.collab_weight)
 
     def build_backbone(self, codes: np.ndarray, codebook_sizes: tuple[int, ...]) -> None:
         """Build the backbone on a given SID table ``[n_items + 1, L]`` (what :meth:`bind_data` does after
@@ -144,7 +193,8 @@ class GenerativeRecModel(RecModel):
         if codes.shape[0] != self.n_items + 1:
             raise ValueError(f"the SID table has {codes.shape[0] - 1} items but the model {self.n_items}.")
         self.backbone = self.backbone_class(
-            codes, codebook_sizes, window=self.max_len, addons=self.addon_list, **self.sizes
+            codes, codebook_sizes, window=self.max_len, addons=self.addon_list,
+            history_tokens=self.history_tokens, **self.sizes
         )
         self.register_buffer("codebook_sizes_t", torch.tensor(codebook_sizes, dtype=torch.long))
         self._trie = None

@@ -2,12 +2,13 @@
 Retrieval"): its whole forward pass, on the shared layers of :mod:`.attention` and the shared embeddings of
 :mod:`.backbones`.
 
-* **Encoder, item-causal.** TIGER's encoder is bidirectional and it trains one (history, next item) pair per
-  encoder pass. To train on every target of a window in one pass (the "all targets" protocol every model here
-  uses) the encoder is *item-causal*: a token of history item ``i`` sees the tokens of items ``≤ i``, and the
-  decoder row for target ``t`` cross-attends to the memory of items ``≤ t``. Inference uses the same masks,
-  so training and serving see the same function; at the last position the encoder sees the whole history, as
-  TIGER's does.
+* **Encoder, item-causal.** (Over ``L`` code tokens per history item, or one pooled token per item with
+  ``history_tokens="items"``; see :mod:`.backbones`.) TIGER's encoder is bidirectional and it trains one
+  (history, next item) pair per encoder pass. To train on every target of a window in one pass (the "all
+  targets" protocol every model here uses) the encoder is *item-causal*: a token of history item ``i`` sees
+  the tokens of items ``≤ i``, and the decoder row for target ``t`` cross-attends to the memory of items
+  ``≤ t``. Inference uses the same masks, so training and serving see the same function; at the last
+  position the encoder sees the whole history, as TIGER's does.
 * **Decoder.** Rows ``[start, c_1..c_m]``, causal self-attention (with the add-ons' biases) and
   cross-attention to the memory; the hidden state of the last token gives the next code's logits.
 * **Cached exact scoring** (:meth:`TigerBackbone.score_nodes`): one new decoder token per trie node, on top of
@@ -41,10 +42,10 @@ class TigerBackbone(SIDBackbone):
         B, W = items.shape
         positions = torch.arange(W, device=items.device)[None].expand(B, W)
         x, nodes = self.embed_items(items, positions)
-        item_of = torch.arange(W * self.L, device=items.device) // self.L
+        item_of = torch.arange(W * self.per_item, device=items.device) // self.per_item
         valid = nodes.valid
         mask = (item_of[None, :] <= item_of[:, None])[None] & valid[:, None, :]
-        mask = mask | torch.eye(W * self.L, dtype=torch.bool, device=items.device)[None]
+        mask = mask | torch.eye(W * self.per_item, dtype=torch.bool, device=items.device)[None]
         x = self.drop(x)[:, None]
         bias = self.self_bias(nodes, nodes, B, 1)
         for block in self.encoder:
@@ -97,7 +98,7 @@ class TigerBackbone(SIDBackbone):
         memory, valid, _ = self._encode(inputs)
         B, W = inputs.shape
         kv = [block.cross.context_kv(memory) for block in self.decoder]
-        item_of = torch.arange(W * self.L, device=inputs.device) // self.L
+        item_of = torch.arange(W * self.per_item, device=inputs.device) // self.per_item
         sees = item_of[None, :] <= torch.arange(W, device=inputs.device)[:, None]  # [W(target), K]
         mask = (sees[None] & valid[:, None, :])[:, :, None, None, :]  # [B, W, 1, 1, K]
         codes = self.codes[targets]  # [B, W, L]
