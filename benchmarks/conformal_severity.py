@@ -49,7 +49,7 @@ from tqdm import tqdm
 from benchmarks.common import RESULTS, save_figure, write_results
 from calib_ext.conformal.data import MultiLabelTask, ml100k_genres, synthetic_ehr
 from calib_ext.conformal.quantile import ltt_threshold
-from calib_ext.conformal.risk_control import crc_threshold
+from calib_ext.conformal.risk_control import crc_threshold_path
 from calib_ext.conformal.sets import flat_entry_times, hierarchical_entry_times
 from calib_ext.conformal.severity import CLOSE, SeverityCurves, hierarchy_distances
 
@@ -108,11 +108,13 @@ def run_task(task: MultiLabelTask, alphas: list[float], tolerances: list[float],
         boot = rng.integers(0, n, n // 2)
         hc, ht, fc, ft = hier.subset(cal), hier.subset(test), flat.subset(cal), flat.subset(test)
         hb = hier.subset(boot)
+        paths = {"hier": hc.risk_path(), "flat": fc.risk_path(), "fnr": fc.risk_path("fnr"),
+                 "boot": hb.risk_path()}
         for a in alphas:
             lams = {
-                "CSC mean": (crc_threshold(hc.risk, len(cal), a, hc.breakpoints()), ht),
-                "CRC-sev flat": (crc_threshold(fc.risk, len(cal), a, fc.breakpoints()), ft),
-                "CRC-FNR": (crc_threshold(fc.fnr_risk, len(cal), a, fc.breakpoints()), ft),
+                "CSC mean": (crc_threshold_path(*paths["hier"], len(cal), a), ht),
+                "CRC-sev flat": (crc_threshold_path(*paths["flat"], len(cal), a), ft),
+                "CRC-FNR": (crc_threshold_path(*paths["fnr"], len(cal), a), ft),
             }
             csc_size = hc.set_sizes(lams["CSC mean"][0]).mean()
             lams["CRC-FNR size-matched"] = (size_matched_lambda(fc, csc_size), ft)
@@ -124,7 +126,7 @@ def run_task(task: MultiLabelTask, alphas: list[float], tolerances: list[float],
                     "lambda": lam, "severity": float(cur.losses(lam).mean()),
                     "fnr": float(cur.fnr_losses(lam).mean()), "size": float(cur.set_sizes(lam).mean()),
                     **cur.distance_shares(lam)})
-            lam_b = crc_threshold(hb.risk, len(boot), a, hb.breakpoints())
+            lam_b = crc_threshold_path(*paths["boot"], len(boot), a)
             _append(records[f"CSC mean|{a}"], {"population_severity": hier.risk(lam_b)})
             diff = classes["CSC mean"] - classes["CRC-FNR size-matched"]
             paired[a][test, 0] += diff[:, 2]

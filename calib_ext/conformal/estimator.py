@@ -33,7 +33,7 @@ import numpy as np
 
 from calib_ext.conformal.hierarchy import Hierarchy
 from calib_ext.conformal.quantile import PVALUES, ltt_threshold
-from calib_ext.conformal.risk_control import check_level, crc_threshold
+from calib_ext.conformal.risk_control import check_level, crc_threshold, crc_threshold_path
 from calib_ext.conformal.sets import check_scores, flat_entry_times, hierarchical_entry_times, prediction_sets
 from calib_ext.conformal.severity import AGGREGATES, SeverityCurves, hierarchy_distances, true_label_matrix
 
@@ -117,8 +117,11 @@ class ConformalSeverityControl:
         n = len(curves)
         if self.mode == "mean":
             losses = curves.fnr_losses if self.loss == "fnr" else curves.losses
-            self.lambda_ = crc_threshold(lambda lam: float(losses(lam).mean()), n, self.alpha,
-                                         curves.breakpoints(), bound=1.0)
+            if self.loss == "fnr" or self.aggregate == "mean":  # exact step function in one sort
+                self.lambda_ = crc_threshold_path(*curves.risk_path(self.loss), n, self.alpha)
+            else:
+                self.lambda_ = crc_threshold(lambda lam: float(losses(lam).mean()), n, self.alpha,
+                                             curves.breakpoints(), bound=1.0)
             self.calibration_risk_ = float(losses(self.lambda_).mean())
         else:
             critical = curves.critical_lambdas(self.alpha)

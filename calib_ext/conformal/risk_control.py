@@ -55,3 +55,14 @@ def crc_threshold(risk: Callable[[float], float], n: int, alpha: float, candidat
         else:
             lo = mid + 1
     return float(cand[lo])
+
+
+def crc_threshold_path(lams: np.ndarray, risks: np.ndarray, n: int, alpha: float, bound: float = 1.0
+                       ) -> float:
+    """``lambda_hat`` of CRC from the exact step function of ``R_n`` (:meth:`SeverityCurves.risk_path`):
+    the first step where ``n/(n+1) R_n + B/(n+1) <= alpha``, or 1 (the full set) if none."""
+    if n < 1:
+        raise ValueError("conformal risk control needs at least one calibration instance.")
+    check_level("alpha", alpha)
+    ok = n / (n + 1) * np.asarray(risks) + bound / (n + 1) <= alpha + 1e-12
+    return float(np.asarray(lams)[np.argmax(ok)]) if ok.any() else 1.0
