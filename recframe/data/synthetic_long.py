@@ -82,7 +82,8 @@ def make_long_history(n_users: int = 120, n_clusters: int = 24, items_per_cluste
     n_items = n_clusters * items_per_cluster
     cluster_of = np.repeat(np.arange(n_clusters), items_per_cluster)
     cluster_list = cluster_of.tolist()
-    members = [rng.permutation(np.flatnonzero(cluster_of == c)) for c in range(n_clusters)]  # popularity order
+    # each cluster's items in popularity order
+    members = [rng.permutation(np.flatnonzero(cluster_of == c)) for c in range(n_clusters)]
     successor = np.empty(n_items, dtype=np.int64)
     for c in range(n_clusters):
         cycle = rng.permutation(members[c])
@@ -128,8 +129,9 @@ def make_long_history(n_users: int = 120, n_clusters: int = 24, items_per_cluste
         users.extend([u] * n)
     users_a, items_a = np.asarray(users), np.asarray(items)
     stamps = np.concatenate([np.arange(c) for c in np.bincount(users_a)]).astype(float) * 3600.0
-    inter = Interactions.from_raw(np.char.add("u", users_a.astype(str)), np.char.add("i", items_a.astype(str)),
-                                  1_600_000_000.0 + stamps, np.full(len(users_a), 5.0), name="synthetic-long")
+    inter = Interactions.from_raw(np.char.add("u", users_a.astype(str)),
+                                  np.char.add("i", items_a.astype(str)), 1_600_000_000.0 + stamps,
+                                  np.full(len(users_a), 5.0), name="synthetic-long")
     inter = signed_labels(inter)
     u_dense = np.array([inter.user_index(f"u{u}") for u in range(n_users)])
     user_theme = np.full(inter.n_users + 1, -1, dtype=np.int64)

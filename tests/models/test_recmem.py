@@ -242,13 +242,14 @@ def test_recmem_beats_truncation_on_planted_long_range_theme() -> None:
     from recframe.metrics import FullRankingEvaluator
     from recframe.models.sasrec import SASRec
 
-    synth = {"n_users": 150, "n_clusters": 6, "items_per_cluster": 120, "min_events": 300, "max_events": 320,
+    synth = {"n_users": 100, "n_clusters": 6, "items_per_cluster": 120, "min_events": 300, "max_events": 320,
              "early_events": 60, "early_rate": 0.5, "late_rate": 0.0, "seed": 1}
 
     def fit(model, max_len: int) -> float:
         dm = RecDataModule(dataset="synthetic-long", synthetic=synth, max_len=max_len, batch_size=32)
-        trainer = L.Trainer(max_epochs=15, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                            enable_model_summary=False, num_sanity_val_steps=0, limit_val_batches=0)
+        trainer = L.Trainer(max_epochs=10, logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                            limit_val_batches=0)
         trainer.fit(model, dm)
         model.eval()
         ev = FullRankingEvaluator(dm.n_items, ks=[50], metrics=("recall",))

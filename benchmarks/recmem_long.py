@@ -1,0 +1,475 @@
+"""Long-history protocol: RecMem against full-prefix attention and truncation at equal decoder cost.
+
+Run (after ``recframe data prepare ml-100k``), each part writes its runs as they finish under
+``benchmarks/results/recmem_long/`` and ``render`` builds ``benchmarks/results/recmem_long.{json,md}``::
+
+    python -m benchmarks.recmem_long accuracy --data ml100k --models RecMem Truncation Full --seeds 0 1 2
+    python -m benchmarks.recmem_long accuracy --data synthetic --models RecMem Truncation Full --seeds 0
+    python -m benchmarks.recmem_long stability     # 1,200-segment streams with the synthetic RecMem (seed 0)
+    python -m benchmarks.recmem_long cost          # latency / peak memory per prediction vs history length
+    python -m benchmarks.recmem_long render
+
+Protocol. Leave-one-out, full ranking over the catalogue, seen items masked (the datamodule's
+evaluation batches and the one :class:`~recframe.metrics.FullRankingEvaluator`). Every model trains on
+all users; ML-100K is evaluated on the users with at least 200 interactions only, the synthetic set
+(:mod:`recframe.data.synthetic_long`, 2,000-2,200 events per user, an early theme that reappears at
+the validation and test items) on all users. The three models share one code path (the datamodule's
+``sequence`` batches, the same item embeddings, loss and evaluator):
+
+* **RecMem** (``recframe.models.recmem``): ``M = 16`` slots, segments of ``S = 32``; the decoder reads
+  ``M + S = 48`` tokens per prediction; ``max_len`` covers the longest history.
+* **Full**: SASRec reading the full prefix (``max_len`` = the longest history). Training windows are
+  trimmed of all-padding columns before the forward pass (identical loss; positions count from the
+  end), which only saves compute.
+* **Truncation**: SASRec reading the last 48 items: the same decoder-side token budget as RecMem.
+
+Model selection is on validation only (the same user subset): the epoch with the best validation
+Recall@50 is kept. Hyperparameters are fixed (width 64, 2 blocks, 2 heads, dropout 0.2, lr 1e-3), not
+tuned, for all three. Gains are RecMem minus the baseline in per-user Recall@K (hit of the held-out
+item) averaged over seeds, with a 95% paired bootstrap interval over users
+(``benchmarks.per_user.BOOTSTRAP_SAMPLES`` draws).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import os
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from benchmarks.common import RESULTS, write_results
+from benchmarks.per_user import BOOTSTRAP_SAMPLES
+from recframe.checkpoint_io import atomic_write
+from recframe.data.datamodule import RecDataModule
+from recframe.metrics import FullRankingEvaluator
+from recframe.metrics.ranking import target_ranks
+from recframe.models.recmem import RecMem, RecMemStream, rollout_sensitivity
+from recframe.models.sasrec import SASRec
+
+KS = [10, 20, 50, 100, 200]
+RUNS = RESULTS / "recmem_long"
+SLOTS, SEGMENT = 16, 32
+BUDGET = SLOTS + SEGMENT  # decoder-side tokens of RecMem, and the truncation baseline's window
+COMMON = {"hidden": 64, "n_layers": 2, "n_heads": 2, "inner": 256, "dropout": 0.2, "attn_dropout": 0.2,
+          "lr": 2e-3}
+DATA = {
+    "ml100k": {"dataset": "ml-100k", "long_len": 768, "min_interactions": 200, "loss_type": "ce",
+               "batch_size": 64, "epochs": 6},
+    "synthetic": {"dataset": "synthetic-long", "long_len": 2100, "min_interactions": 0,
+                  "loss_type": "sampled", "batch_size": 4, "epochs": 6,
+                  "synthetic": {"n_users": 64, "n_clusters": 16, "items_per_cluster": 250, "min_events": 2000,
+                                "max_events": 2100, "seed": 0}},
+}
+
+
+class FullSASRec(SASRec):
+    """SASRec over the full prefix; training windows are trimmed of all-padding columns first.
+
+    SASRec counts positions from the end of the window and hides padding keys, so dropping leading
+    columns that are padding in every row leaves every real token's computation unchanged.
+    """
+
+    def loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        width = max(int((batch["input"] > 0).sum(dim=1).max()), 1)
+        return super().loss({k: v[:, -width:] for k, v in batch.items()})
+
+
+def build(name: str, data: str, n_items: int) -> tuple[Any, int, int | None]:
+    """The model, the datamodule's ``max_len`` and ``window_stride`` for model ``name``."""
+    spec = DATA[data]
+    loss = {"loss_type": spec["loss_type"], "n_negatives": 256}
+    if name == "RecMem":
+        model = RecMem(n_items, max_len=spec["long_len"], segment_len=SEGMENT, n_slots=SLOTS, bptt_segments=8,
+                       **COMMON, **loss)
+        return model, spec["long_len"], None
+    if name == "Full":
+        return FullSASRec(n_items, max_len=spec["long_len"], **COMMON, **loss), spec["long_len"], None
+    if name == "Truncation":
+        return SASRec(n_items, max_len=BUDGET, **COMMON, **loss), BUDGET, BUDGET // 2
+    raise ValueError(f"unknown model {name!r}; use RecMem, Full or Truncation")
+
+
+def datamodule(data: str, max_len: int, stride: int | None = None) -> RecDataModule:
+    spec = DATA[data]
+    return RecDataModule(dataset=spec["dataset"], synthetic=spec.get("synthetic"), split="loo",
+                         max_len=max_len, window_stride=stride, batch_size=spec["batch_size"],
+                         eval_batch_size=32, eval_ks=KS)
+
+
+def long_users(dm: RecDataModule, min_interactions: int) -> np.ndarray:
+    """Boolean mask over dense user ids: users with at least ``min_interactions`` events in all."""
+    sp = dm.split
+    lengths = sp.train.concat(sp.valid).concat(sp.test).histories.lengths()
+    keep = np.zeros(dm.n_users + 1, dtype=bool)
+    keep[: len(lengths)] = lengths >= min_interactions
+    keep[0] = False
+    return keep
+
+
+@torch.no_grad()
+def evaluate(model: Any, dm: RecDataModule, stage: str, keep: np.ndarray) -> tuple[dict[str, float], dict]:
+    """Metrics on the kept users of ``stage``, and each kept user's 0-based rank of the held-out item."""
+    was_training = model.training
+    model.eval()
+    ev = FullRankingEvaluator(dm.n_items, ks=KS, metrics=("recall", "ndcg"), relevance="all")
+    ranks: dict[int, int] = {}
+    for batch in dm.eval_view(stage).batches():
+        sel = torch.from_numpy(keep[batch["users"].numpy()])
+        if not sel.any():
+            continue
+        batch = {k: v[sel] for k, v in batch.items()}
+        scores = model.score(batch)
+        ev.update(scores, batch["targets"], batch["labels"], batch["seen"], model_name=type(model).__name__)
+        r, _ = target_ranks(scores, batch["targets"], batch["labels"], batch["seen"])
+        ranks.update(zip(batch["users"].tolist(), r[:, 0].tolist()))
+    model.train(was_training)
+    return ev.compute(), ranks
+
+
+class BestOnValidation(L.Callback):
+    """Evaluate the kept users' validation Recall@50 after each epoch; keep the best weights."""
+
+    def __init__(self, dm: RecDataModule, keep: np.ndarray) -> None:
+        self.dm, self.keep = dm, keep
+        self.best: tuple[float, int, dict] | None = None
+        self.curve: list[dict[str, float]] = []
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        metrics, _ = evaluate(pl_module, self.dm, "valid", self.keep)
+        self.curve.append({"epoch": trainer.current_epoch, **metrics})
+        print(f"epoch {trainer.current_epoch}: valid recall@50 {metrics['recall@50']:.4f}", flush=True)
+        if self.best is None or metrics["recall@50"] > self.best[0]:
+            self.best = (metrics["recall@50"], trainer.current_epoch, copy.deepcopy(pl_module.state_dict()))
+
+
+def run_accuracy(data: str, name: str, seed: int, epochs: int | None) -> dict[str, Any]:
+    spec = DATA[data]
+    L.seed_everything(seed, workers=True)
+    probe = datamodule(data, spec["long_len"])
+    model, max_len, stride = build(name, data, probe.n_items)
+    dm = datamodule(data, max_len, stride)
+    keep = long_users(dm, spec["min_interactions"])
+    best = BestOnValidation(dm, keep)
+    trainer = L.Trainer(max_epochs=epochs or spec["epochs"], logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                        limit_val_batches=0, callbacks=[best], deterministic=False)
+    t0 = time.perf_counter()
+    trainer.fit(model, dm)
+    train_s = time.perf_counter() - t0
+    model.load_state_dict(best.best[2])
+    if name == "RecMem":  # the stability part streams the trained model
+        hp = {k: v for k, v in model.hparams.items() if k not in ("n_items", "n_users")}
+        buf = io.BytesIO()
+        torch.save({"n_items": model.n_items, "hparams": hp, "state": model.state_dict()}, buf)
+        RUNS.mkdir(parents=True, exist_ok=True)
+        atomic_write(RUNS / f"model_{data}_RecMem_seed{seed}.pt", lambda fh: fh.write(buf.getvalue()))
+    test, ranks = evaluate(model, dm, "test", keep)
+    eval_dm = dm  # decoder-side tokens per prediction, averaged over the evaluated users' test histories
+    hist = eval_dm.eval_view("test").histories
+    lengths = np.array([min(len(hist.of(u)), max_len) for u in np.flatnonzero(keep)])
+    tokens = float(np.mean(np.minimum(lengths, BUDGET) if name == "Truncation" else
+                           lengths if name == "Full" else
+                           SLOTS + ((lengths - 1) % SEGMENT) + 1))
+    return {"data": data, "model": name, "seed": seed, "test": test, "best_epoch": best.best[1],
+            "valid_recall@50": best.best[0], "curve": best.curve, "train_seconds": train_s,
+            "epochs": trainer.current_epoch, "users": int(keep.sum()), "decoder_tokens": tokens,
+            "mean_history": float(lengths.mean()), "fingerprint": dm.fingerprint,
+            "ranks": {str(u): int(r) for u, r in ranks.items()}}
+
+
+def save(name: str, payload: dict[str, Any]) -> Path:
+    RUNS.mkdir(parents=True, exist_ok=True)
+    path = RUNS / f"{name}.json"
+    atomic_write(path, lambda fh: fh.write(json.dumps(payload, indent=1).encode()))
+    return path
+
+
+# ------------------------------------------------------------------ stability
+@torch.no_grad()
+def run_stability(segments_total: int, seed: int) -> dict[str, Any]:
+    """Stream 1,200+ segments per synthetic user through the trained RecMem; metrics per block of 100.
+
+    The stream of a user is a sequence of whole segments drawn with replacement from the user's own
+    training history (so it is stationary by construction: no drift to detect but the model's own).
+    At every position the next item's rank among all items (no masking: items recur in such a stream)
+    gives HR@10 and HR@50; the mean over users of each block of 100 segments is reported, with the
+    memory norm and the measured error propagation ratio of the rollout.
+    """
+    path = RUNS / f"model_synthetic_RecMem_seed{seed}.pt"
+    if not path.exists():
+        raise SystemExit(f"{path.name} missing: run `accuracy --data synthetic --models RecMem --seeds "
+                         f"{seed}` first (it saves the trained weights).")
+    saved = torch.load(path, weights_only=True)
+    model = RecMem(saved["n_items"], **saved["hparams"])
+    model.load_state_dict(saved["state"])
+    model.eval()
+    dm = datamodule("synthetic", DATA["synthetic"]["long_len"])
+    hist = dm.split.train.histories
+    users = np.flatnonzero(hist.lengths() >= SEGMENT)
+    rng = np.random.default_rng(seed)
+    S = SEGMENT
+    chunks = []
+    for u in users:
+        items = hist.of(int(u))
+        n_chunks = len(items) // S
+        pick = rng.integers(0, n_chunks, size=segments_total)
+        chunks.append(np.stack([items[p * S:(p + 1) * S] for p in pick]))
+    stream = torch.from_numpy(np.stack(chunks))  # [U, T, S]
+    item_w = model.item_embeddings()
+    memory = model.initial_memory(len(users)).clone()
+    per_seg = {"hr@10": [], "hr@50": [], "memory_norm": []}
+    for t in tqdm(range(segments_total - 1), desc="stability", mininterval=5):
+        seg = stream[:, t]
+        hidden = model.decode(memory, seg)  # predicts items 2..S of segment t
+        nxt = torch.cat([seg[:, 1:], stream[:, t + 1, :1]], dim=1)  # the next item of every position
+        scores = hidden @ item_w.T
+        scores[..., 0] = float("-inf")
+        tgt = scores.gather(-1, nxt[..., None])
+        rank = (scores > tgt).sum(-1).float()
+        per_seg["hr@10"].append(float((rank < 10).float().mean()))
+        per_seg["hr@50"].append(float((rank < 50).float().mean()))
+        per_seg["memory_norm"].append(float(memory.flatten(1).norm(dim=1).mean()))
+        memory = model.fold(memory, seg)
+    sens = rollout_sensitivity(model, stream[:16, :segments_total], eps=1e-3)
+    blocks = []
+    for start in range(0, segments_total - 1, 100):
+        sl = slice(start, min(start + 100, segments_total - 1))
+        blocks.append({"segments": f"{start}-{sl.stop}",
+                       **{k: float(np.mean(v[sl])) for k, v in per_seg.items()},
+                       "sensitivity": float(sens[sl.stop])})
+    first, last = np.asarray(per_seg["hr@10"][:100]), np.asarray(per_seg["hr@10"][-100:])
+    diff = last - first
+    boot = np.random.default_rng(0).integers(0, len(diff), (BOOTSTRAP_SAMPLES, len(diff)))
+    lo, hi = np.quantile(diff[boot].mean(axis=1), [0.025, 0.975])
+    return {"segments": segments_total, "events_per_user": segments_total * S, "users": len(users),
+            "blocks": blocks, "hr10_last_minus_first": float(diff.mean()), "ci95": [float(lo), float(hi)],
+            "sensitivity_final": float(sens[-1])}
+
+
+# ----------------------------------------------------------------------- cost
+def _rss_kib() -> tuple[int, int]:
+    fields = {line.split(":")[0]: int(line.split()[1]) for line in open("/proc/self/status")
+              if line.startswith(("VmHWM", "VmRSS"))}
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def _measure(fn: Any, reps: int) -> tuple[float, float]:
+    """Median seconds of ``fn()`` and its peak extra resident memory (MiB; Linux peak-RSS reset)."""
+    fn()
+    times = []
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        peak_known = True
+    except OSError:
+        peak_known = False
+    base, _ = _rss_kib()
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    _, peak = _rss_kib()
+    return float(np.median(times)), (peak - base) / 1024 if peak_known else float("nan")
+
+
+@torch.no_grad()
+def run_cost(lengths: list[int], full_max: int, seed: int) -> dict[str, Any]:
+    """Per-prediction latency and peak memory at history length ``n`` (one user, one thread).
+
+    * RecMem stream: one step of :class:`RecMemStream` (push an item, fold when a segment is full,
+      query, score the catalogue), the state built from ``n`` items; averaged over ``S`` steps so the
+      one fold per segment is included.
+    * RecMem from history: ``score`` on the stored history (folds all its segments; no cache).
+    * Full attention: SASRec ``score`` over the ``n``-item prefix (no key/value cache).
+    """
+    torch.manual_seed(seed)
+    n_items = 6000
+    rows = []
+    for n in tqdm(lengths, desc="cost"):
+        hist = torch.randint(1, n_items + 1, (1, n))
+        recmem = RecMem(n_items, max_len=max(lengths), segment_len=SEGMENT, n_slots=SLOTS, **COMMON).eval()
+        stream = RecMemStream(recmem, 1)
+        for x in hist[0]:
+            stream.push(x.view(1))
+        nxt = torch.randint(1, n_items + 1, (SEGMENT,))
+
+        def stream_steps(stream: RecMemStream = stream, nxt: torch.Tensor = nxt,
+                         model: RecMem = recmem) -> None:
+            s = copy.copy(stream)
+            for x in nxt:
+                s.push(x.view(1))
+                s.query() @ model.item_emb.weight.T
+
+        t_stream, m_stream = _measure(stream_steps, reps=5)
+        t_hist, m_hist = _measure(partial(recmem.score, {"history": hist}), reps=3)
+        row = {"history": n, "recmem_stream_ms": 1e3 * t_stream / SEGMENT, "recmem_stream_peak_mib": m_stream,
+               "recmem_history_ms": 1e3 * t_hist, "recmem_history_peak_mib": m_hist,
+               "recmem_decoder_tokens": BUDGET}
+        if n <= full_max:
+            full = SASRec(n_items, max_len=n, **COMMON).eval()
+            t_full, m_full = _measure(partial(full.score, {"history": hist}), reps=3)
+            row.update({"full_ms": 1e3 * t_full, "full_peak_mib": m_full, "full_decoder_tokens": n})
+        rows.append(row)
+    return {"rows": rows, "threads": torch.get_num_threads(), "n_items": n_items}
+
+
+# --------------------------------------------------------------------- render
+def paired(a: dict[str, list[int]], b: dict[str, list[int]], k: int, seed: int = 0) -> dict[str, Any]:
+    """Mean per-user Recall@k difference a - b (hits averaged over each model's seeds), 95% bootstrap CI."""
+    users = sorted(set(a) & set(b))
+    ha = np.array([np.mean([r < k for r in a[u]]) for u in users])
+    hb = np.array([np.mean([r < k for r in b[u]]) for u in users])
+    diff = ha - hb
+    idx = np.random.default_rng(seed).integers(0, len(diff), (BOOTSTRAP_SAMPLES, len(diff)))
+    lo, hi = np.quantile(diff[idx].mean(axis=1), [0.025, 0.975])
+    return {"mean": float(diff.mean()), "ci95": [float(lo), float(hi)], "users": len(users)}
+
+
+def render() -> int:
+    runs = [json.loads(p.read_text()) for p in sorted(RUNS.glob("acc_*.json"))]
+    md = ["## Long histories: RecMem vs full attention vs truncation (leave-one-out, full ranking, test)\n",
+          "Command: `python -m benchmarks.recmem_long accuracy|stability|cost|render` (module docstring).",
+          f"RecMem: M = {SLOTS} slots, segments of S = {SEGMENT}; Truncation: SASRec on the last {BUDGET} "
+          "items; Full: SASRec on the whole prefix. Mean over seeds (± std where > 1 seed).\n"]
+    payload: dict[str, Any] = {"runs": runs}
+    for data in DATA:
+        sel = [r for r in runs if r["data"] == data]
+        if not sel:
+            continue
+        by_model: dict[str, list[dict]] = {}
+        for r in sel:
+            by_model.setdefault(r["model"], []).append(r)
+        users = sel[0]["users"]
+        what = ("ML-100K users with >= 200 interactions" if data == "ml100k"
+                else "synthetic long histories (2,000-2,200 events, planted early theme)")
+        md.append(f"### {what}: {users} evaluated users\n")
+        head = "| model | seeds | decoder tokens | " + " | ".join(f"Recall@{k}" for k in KS) + " | train s |"
+        md += [head, "|" + "---|" * (len(KS) + 4)]
+        for model in ("Full", "Truncation", "RecMem"):
+            rs = by_model.get(model)
+            if not rs:
+                continue
+            cells = []
+            for k in KS:
+                v = np.array([r["test"][f"recall@{k}"] for r in rs])
+                cells.append(f"{v.mean():.4f}" + (f" ± {v.std(ddof=1):.4f}" if len(v) > 1 else ""))
+            md.append(f"| {model} | {len(rs)} | {np.mean([r['decoder_tokens'] for r in rs]):.1f} | "
+                      + " | ".join(cells) + f" | {np.mean([r['train_seconds'] for r in rs]):.0f} |")
+        claims = []
+        rec = by_model.get("RecMem")
+        ranks = {m: _ranks(rs) for m, rs in by_model.items()}
+        if rec and "Full" in by_model:
+            full = by_model["Full"]
+            keep = [np.mean([r["test"][f"recall@{k}"] for r in rec]) / np.mean([r["test"][f"recall@{k}"]
+                                                                                  for r in full]) for k in KS]
+            fewer = np.mean([r["decoder_tokens"] for r in full]) / np.mean([r["decoder_tokens"] for r in rec])
+            ok = min(keep) >= 0.88 and fewer >= 5
+            claims.append(f"- RecMem / Full Recall@K = {', '.join(f'{x:.2f}' for x in keep)} (K = "
+                          f"{', '.join(map(str, KS))}) with {fewer:.1f}x fewer decoder-side tokens: "
+                          f"the claim (>= 0.88 at >= 5x) {'holds' if ok else 'does not hold'} here.")
+            payload.setdefault("claims", {})[f"{data}_keep_vs_full"] = {"ratios": keep, "fewer_tokens": fewer}
+        if rec and "Truncation" in by_model:
+            for k in KS:
+                p = paired(ranks["RecMem"], ranks["Truncation"], k)
+                payload.setdefault("claims", {})[f"{data}_recmem_minus_truncation@{k}"] = p
+                verdict = ("no significant difference" if p["ci95"][0] <= 0 <= p["ci95"][1]
+                           else "RecMem better" if p["mean"] > 0 else "Truncation better")
+                lo, hi = (100 * x for x in p["ci95"])
+                claims.append(f"- Recall@{k}, RecMem − Truncation: {100 * p['mean']:+.1f} points, 95% paired "
+                              f"CI [{lo:+.1f}, {hi:+.1f}] over {p['users']} users: {verdict}.")
+        md += ["", *claims, ""]
+    stab = RUNS / "stability.json"
+    if stab.exists():
+        s = json.loads(stab.read_text())
+        md += [f"### Stability: {s['segments']} segments ({s['events_per_user']} events) per synthetic user, "
+               f"{s['users']} users, trained RecMem seed 0\n",
+               "| segments | HR@10 (next item) | HR@50 | mean memory norm | rollout error ratio |",
+               "|---|---|---|---|---|"]
+        md += [f"| {b['segments']} | {b['hr@10']:.4f} | {b['hr@50']:.4f} | {b['memory_norm']:.3f} | "
+               f"{b['sensitivity']:.2e} |" for b in s["blocks"]]
+        lo, hi = s["ci95"]
+        md += ["", f"HR@10, last 100 segments − first 100: {s['hr10_last_minus_first']:+.4f} (95% CI over "
+               f"segments [{lo:+.4f}, {hi:+.4f}]): "
+               + ("no significant drift." if lo <= 0 <= hi else "drift."), ""]
+        payload["stability"] = s
+    cost = RUNS / "cost.json"
+    if cost.exists():
+        c = json.loads(cost.read_text())
+        md += [f"### Cost per prediction vs history length (one user, {c['threads']} thread, CPU, "
+               f"{c['n_items']} items; peak = extra resident memory)\n",
+               "| history | RecMem stream ms | RecMem stream peak MiB | RecMem from history ms | "
+               "Full ms | Full peak MiB | Full tokens |", "|---|---|---|---|---|---|---|"]
+        for r in c["rows"]:
+            full = (f"{r['full_ms']:.2f} | {r['full_peak_mib']:.1f} | {r['full_decoder_tokens']}"
+                    if "full_ms" in r else "not run | | ")
+            md.append(f"| {r['history']} | {r['recmem_stream_ms']:.3f} | {r['recmem_stream_peak_mib']:.1f} | "
+                      f"{r['recmem_history_ms']:.1f} | {full} |")
+        rows = {r["history"]: r for r in c["rows"]}
+        for a in rows:
+            if 10 * a in rows:
+                b = 10 * a
+                ratio = rows[b]["recmem_stream_ms"] / rows[a]["recmem_stream_ms"]
+                line = f"- 10x longer history ({a} -> {b}): RecMem stream latency x{ratio:.2f}"
+                if "full_ms" in rows[a] and "full_ms" in rows[b]:
+                    line += f", full attention x{rows[b]['full_ms'] / rows[a]['full_ms']:.1f}"
+                md.append(line + ".")
+        md.append("")
+        payload["cost"] = c
+    text = "\n".join(md) + "\n"
+    js, out = write_results("recmem_long", payload, text)
+    print(text)
+    print(f"wrote {js} and {out}")
+    return 0
+
+
+def _ranks(runs: list[dict]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for r in runs:
+        for u, rank in r["ranks"].items():
+            out.setdefault(u, []).append(rank)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="part", required=True)
+    acc = sub.add_parser("accuracy")
+    acc.add_argument("--data", choices=list(DATA), required=True)
+    acc.add_argument("--models", nargs="+", default=["RecMem", "Truncation", "Full"])
+    acc.add_argument("--seeds", nargs="+", type=int, default=[0])
+    acc.add_argument("--epochs", type=int, help="override the data's epoch count")
+    st = sub.add_parser("stability")
+    st.add_argument("--segments", type=int, default=1201)
+    st.add_argument("--seed", type=int, default=0)
+    co = sub.add_parser("cost")
+    co.add_argument("--lengths", nargs="+", type=int, default=[320, 640, 1280, 3200, 6400, 12800, 32000])
+    co.add_argument("--full-max", type=int, default=6400)
+    sub.add_parser("render")
+    ns = parser.parse_args(argv)
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    if ns.part == "accuracy":
+        for seed in ns.seeds:
+            for model in ns.models:
+                res = run_accuracy(ns.data, model, seed, ns.epochs)
+                save(f"acc_{ns.data}_{model}_seed{seed}", res)
+                scores = ", ".join(f"R@{k} {res['test'][f'recall@{k}']:.4f}" for k in KS)
+                print(f"{ns.data} {model} seed {seed}: {scores} ({res['train_seconds']:.0f} s)")
+    elif ns.part == "stability":
+        save("stability", run_stability(ns.segments, ns.seed))
+    elif ns.part == "cost":
+        save("cost", run_cost(ns.lengths, ns.full_max, 0))
+    return render()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
