@@ -50,6 +50,8 @@ __all__ = [
     "brier",
     "calibration_summary",
     "classwise_ece",
+    "classwise_stats",
+    "ece_from_confidence",
     "ece_from_stats",
     "mass_bin_edges",
     "masked_logits",
@@ -197,7 +199,20 @@ def top_label_ece(probs: Any, labels: Any, n_bins: int = 15, binning: str = "wid
         raise ValueError(f"`binning` must be one of {list(BINNINGS)}, got {binning!r}")
     p, y = _probs_labels(probs, labels)
     conf, pred = p.max(dim=1)
-    correct = pred == y
+    return ece_from_confidence(conf, pred == y, n_bins, binning)
+
+
+def ece_from_confidence(conf: Any, correct: Any, n_bins: int = 15, binning: str = "width") -> float:
+    """Top-label ECE from per-sample confidences ``c_i`` and correctness ``a_i`` (same formula and bins as
+    :func:`top_label_ece`); for callers that keep only these two numbers per sample."""
+    n_bins = _check_bins(n_bins)
+    if binning not in BINNINGS:
+        raise ValueError(f"`binning` must be one of {list(BINNINGS)}, got {binning!r}")
+    conf = torch.as_tensor(conf, dtype=torch.float64).reshape(-1)
+    correct = torch.as_tensor(correct).reshape(-1).to(device=conf.device)
+    if conf.numel() == 0 or conf.shape != correct.shape:
+        raise ValueError(f"`conf` and `correct` must be non-empty and of one length, got {tuple(conf.shape)} "
+                         f"and {tuple(correct.shape)}")
     idx = _mass_bin_index(conf, n_bins) if binning == "mass" else None
     return ece_from_stats(binned_stats(conf, correct, n_bins, idx))
 
@@ -272,11 +287,14 @@ def calibration_summary(logits: Any, labels: Any, n_bins: int = 15) -> dict[str,
 
 # ---------------------------------------------------------------------------------------------- plots
 def reliability_diagram(probs: Any, labels: Any, path: str | Path, n_bins: int = 15,
-                        title: str | None = None) -> Path:
+                        title: str | None = None, binning: str = "width") -> Path:
     """Save a reliability diagram (PNG, atomic write) and return its path.
 
-    Top panel: per equal-width bin, the accuracy (bars) against the mean confidence (red gap to the
-    diagonal); bottom panel: the share of samples per bin (log scale). The ECE is printed in the legend.
+    Top panel: one bar per bin spanning the bin's edges, its height the bin's accuracy; a red marker at
+    (mean confidence, mean confidence) on the diagonal, joined to the bar top, shows the gap; the legend
+    gives the bins' ECE. Bottom panel: the share of samples per bin. ``binning="mass"`` uses equal-mass
+    bins and zooms the axes to the confidences present, which is the readable choice when all confidences
+    are small (next-item probabilities over a large catalogue fall into the first equal-width bin).
     """
     import io
 
@@ -286,34 +304,47 @@ def reliability_diagram(probs: Any, labels: Any, path: str | Path, n_bins: int =
     import matplotlib.pyplot as plt
 
     n_bins = _check_bins(n_bins)
+    if binning not in BINNINGS:
+        raise ValueError(f"`binning` must be one of {list(BINNINGS)}, got {binning!r}")
     p, y = _probs_labels(probs, labels)
     conf, pred = p.max(dim=1)
-    stats = binned_stats(conf, pred == y, n_bins).cpu().numpy()
-    count, conf_sum, acc_sum = stats
+    if binning == "mass":
+        edges_t = mass_bin_edges(conf, n_bins)
+        idx = _mass_bin_index(conf, n_bins)
+    else:
+        edges_t = torch.linspace(0.0, 1.0, n_bins + 1, dtype=torch.float64)
+        idx = None
+    stats_t = binned_stats(conf, pred == y, n_bins, idx)
+    ece = ece_from_stats(stats_t)
+    count, conf_sum, acc_sum = stats_t.cpu().numpy()
+    edges = edges_t.cpu().numpy()
     nonempty = count > 0
     acc = np.divide(acc_sum, count, out=np.zeros(n_bins), where=nonempty)
     mean_conf = np.divide(conf_sum, count, out=np.zeros(n_bins), where=nonempty)
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    centres, width = (edges[:-1] + edges[1:]) / 2, 1.0 / n_bins
-    ece = ece_from_stats(torch.as_tensor(stats))
+    lo, widths = edges[:-1], np.diff(edges)
+    if binning == "mass":  # the outer edges are 0 and 1: draw the first/last bar over the data's range
+        lo = lo.copy()
+        lo[0] = float(conf.min())
+        widths = np.diff(np.append(lo, float(conf.max())))
+    top = 1.0 if binning == "width" else min(1.0, 1.05 * max(float(conf.max()), float(acc.max())))
 
-    fig, (ax, axh) = plt.subplots(2, 1, figsize=(4.5, 5.5), sharex=True,
+    fig, (ax, axh) = plt.subplots(2, 1, figsize=(4.8, 5.8), sharex=True,
                                   gridspec_kw={"height_ratios": [3, 1]})
-    ax.plot([0, 1], [0, 1], "k--", lw=1, label="perfect calibration")
-    ax.bar(centres[nonempty], acc[nonempty], width=width, edgecolor="black", color="#4c72b0",
-           label=f"accuracy (ECE = {ece:.4f})")
-    ax.bar(centres[nonempty], (mean_conf - acc)[nonempty], bottom=acc[nonempty], width=width,
-           color="#dd8452", alpha=0.5, edgecolor="#c44e52", hatch="//", label="gap to mean confidence")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
+    ax.plot([0, top], [0, top], "k--", lw=1, label="perfect calibration")
+    ax.bar(lo[nonempty], acc[nonempty], width=widths[nonempty], align="edge", edgecolor="black",
+           color="#4c72b0", alpha=0.8, label=f"accuracy per bin (ECE = {ece:.4f})")
+    for c, a in zip(mean_conf[nonempty], acc[nonempty]):
+        ax.plot([c, c], [c, a], color="#c44e52", lw=1.5)
+    ax.plot(mean_conf[nonempty], mean_conf[nonempty], "o", color="#c44e52", ms=4,
+            label="mean confidence (gap in red)")
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
     ax.set_ylabel("accuracy")
     ax.legend(loc="upper left", fontsize=8)
-    if title:
-        ax.set_title(title, fontsize=10)
-    axh.bar(centres, count / max(count.sum(), 1), width=width, color="grey", edgecolor="black")
-    axh.set_yscale("log")
+    ax.set_title((title + "\n" if title else "") + f"{n_bins} equal-{binning} bins", fontsize=9)
+    axh.bar(lo, count / max(count.sum(), 1), width=widths, align="edge", color="grey", edgecolor="black")
     axh.set_xlabel("confidence (top-label probability)")
-    axh.set_ylabel("share")
+    axh.set_ylabel("share of samples")
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)

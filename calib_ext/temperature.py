@@ -53,7 +53,15 @@ class TemperatureScaler:
         self.tol = float(tol)
 
     def fit(self, logits: Any, labels: Any) -> TemperatureScaler:
-        """Learn ``temperature_`` from validation ``logits`` ``[n, C]`` and integer ``labels`` ``[n]``."""
+        """Learn ``temperature_`` from validation ``logits`` ``[n, C]`` and integer ``labels`` ``[n]``.
+
+        Works inside ``torch.no_grad`` / ``torch.inference_mode`` too (e.g. a Lightning test hook): the fit
+        leaves inference mode and enables gradients for its own computation only.
+        """
+        with torch.inference_mode(False), torch.enable_grad():
+            return self._fit(logits, labels)
+
+    def _fit(self, logits: Any, labels: Any) -> TemperatureScaler:
         z, finite = masked_logits(logits)
         y = _as_labels(labels, z.shape[0], z.shape[1], z.device)
         if not bool(finite.gather(1, y[:, None]).all()):
@@ -68,9 +76,8 @@ class TemperatureScaler:
             loss.backward()
             return loss
 
-        with torch.enable_grad():
-            before = float(closure().detach())
-            opt.step(closure)
+        before = float(closure().detach())
+        opt.step(closure)
         value = float(log_t.detach())
         if not math.isfinite(value):
             raise RuntimeError("temperature scaling diverged (non-finite log T); check the logits")

@@ -82,3 +82,12 @@ def test_errors() -> None:
         TemperatureScaler().fit(logits, torch.tensor([0]))
     with pytest.raises(ValueError, match="max_iter"):
         TemperatureScaler(max_iter=0)
+
+
+def test_fits_inside_inference_mode() -> None:
+    """A Lightning test hook runs under torch.inference_mode; the fit must still get gradients."""
+    true, y = _planted(5, n=2000)
+    with torch.inference_mode():
+        logits = true * 2.0
+        scaler = TemperatureScaler().fit(logits, y)
+    assert scaler.temperature_ == pytest.approx(2.0, rel=0.1)
