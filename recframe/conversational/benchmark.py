@@ -1,0 +1,223 @@
+"""The TRACE-style benchmark run: every baseline on generated (or released) dialogues, every metric by
+family, paired t-tests and bootstrap intervals between baselines, and the Grounding Score's agreement with
+planted citation correctness.
+
+Protocol. For each generator seed a fresh benchmark is planted (different POIs, reviews and dialogues);
+each baseline is fitted on its public catalogue and answers every evaluation point. A metric's table value
+is its mean over all dialogues of all seeds (per-dialogue means first, see
+:mod:`recframe.conversational.metrics`), with the range of the per-seed means. Tests pair dialogues: for
+each metric, the best baseline against each other one, a paired t-test (``scipy.stats.ttest_rel``) and a
+95 % paired bootstrap interval of the difference; an interval covering 0 is reported as "no significant
+difference". No baseline setting is tuned: all are the documented defaults.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from recframe.conversational.baselines import build_system
+from recframe.conversational.evaluate import (
+    all_metric_names,
+    evaluation_points,
+    per_dialogue,
+    planted_correctness,
+    probe_study,
+    run_system,
+)
+from recframe.conversational.generator import GeneratorConfig, GroundTruth, generate
+from recframe.conversational.loader import load_release
+from recframe.conversational.metrics import DEFAULT_CAP, DEFAULT_KS, LOWER_IS_BETTER, metric_names
+from recframe.conversational.schema import Release
+from recframe.conversational.stats import paired_bootstrap, paired_ttest, spearman
+from recframe.conversational.view import Catalog
+
+__all__ = ["BenchmarkConfig", "run_benchmark", "render_markdown", "DEFAULT_BASELINES"]
+
+logger = logging.getLogger("recframe.conversational")
+
+DEFAULT_BASELINES: tuple[dict[str, Any], ...] = (
+    {"name": "popularity"}, {"name": "bm25"}, {"name": "dense"}, {"name": "synthesis"},
+    {"name": "rejection_aware", "base": "dense"}, {"name": "rejection_aware", "base": "bm25"})
+USES_ENCODER = {"dense", "synthesis"}
+
+
+@dataclass
+class BenchmarkConfig:
+    """What ``recframe conversational evaluate`` runs (YAML keys: :mod:`recframe.conversational.cli`)."""
+
+    release: str | None = None
+    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
+    seeds: tuple[int, ...] = (0,)
+    baselines: tuple[dict[str, Any], ...] = DEFAULT_BASELINES
+    ks: tuple[int, ...] = DEFAULT_KS
+    cap: int = DEFAULT_CAP
+    encoder: str = "all-MiniLM-L6-v2"
+    cache_dir: str | None = None
+    bootstrap_samples: int = 5000
+    progress: bool = True
+
+
+def _settings(spec: dict[str, Any], cfg: BenchmarkConfig) -> dict[str, Any]:
+    settings = {k: v for k, v in spec.items() if k != "name"}
+    uses = spec["name"] in USES_ENCODER or (spec["name"] == "rejection_aware" and settings.get("base", "dense") == "dense")
+    if uses:
+        settings.setdefault("encoder", cfg.encoder)
+        settings.setdefault("cache_dir", cfg.cache_dir)
+    return settings
+
+
+def _benchmarks(cfg: BenchmarkConfig) -> list[tuple[str, Release, GroundTruth | None]]:
+    if cfg.release is not None:
+        return [("release", load_release(cfg.release), None)]
+    out = []
+    for seed in cfg.seeds:
+        release, truth = generate(cfg.generator, seed=seed)
+        out.append((f"seed {seed}", release, truth))
+    return out
+
+
+def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
+    """Run every baseline on every benchmark of ``cfg``; the JSON-ready payload (see :func:`render_markdown`)."""
+    names = all_metric_names(cfg.ks)
+    pooled: dict[str, dict[str, list[np.ndarray]]] = {}
+    seed_means: dict[str, dict[str, list[float]]] = {}
+    seconds: dict[str, float] = {}
+    probe_gs, probe_frac, probe_prec, kinds = [], [], [], []
+    sys_gs: dict[str, list[float]] = {}
+    sys_pc: dict[str, list[float]] = {}
+    sizes = []
+    for label, release, truth in _benchmarks(cfg):
+        points = evaluation_points(release)
+        catalog = Catalog.from_release(release)
+        sizes.append({"benchmark": label, "dialogues": len(release.dialogues), "pois": len(release.pois),
+                      "reviews": len(release.reviews), "evaluation_points": len(points),
+                      "after_rejection": sum(p.context.after_rejection for p in points)})
+        logger.info("%s: %s", label, sizes[-1])
+        for spec in cfg.baselines:
+            system = build_system(spec["name"], **_settings(spec, cfg))
+            run = run_system(system, release, points, catalog=catalog, ks=cfg.ks, cap=cfg.cap,
+                             progress=cfg.progress)
+            values = per_dialogue(run.metrics, points, len(release.dialogues), names)
+            for m in names:
+                pooled.setdefault(run.name, {}).setdefault(m, []).append(values[m])
+                seed_means.setdefault(run.name, {}).setdefault(m, []).append(float(np.nanmean(values[m])))
+            seconds[run.name] = seconds.get(run.name, 0.0) + run.seconds
+            if truth is not None:
+                sys_gs.setdefault(run.name, []).extend(m["grounding_score"] for m in run.metrics)
+                sys_pc.setdefault(run.name, []).extend(planted_correctness(p, pt.context, release, truth)
+                                                       for p, pt in zip(run.predictions, points))
+        if truth is not None:
+            study = probe_study(release, truth, points)
+            probe_gs.append(study["grounding_score"])
+            probe_frac.append(study["correct_fraction"])
+            probe_prec.append(study["citation_precision"])
+            kinds.append(study["kind_accepted"])
+    systems = list(pooled)
+    values = {s: {m: np.concatenate(pooled[s][m]) for m in names} for s in systems}
+    table = {s: {m: {"mean": float(np.nanmean(values[s][m])) if np.isfinite(values[s][m]).any() else math.nan,
+                     "seed_min": float(np.nanmin(seed_means[s][m])), "seed_max": float(np.nanmax(seed_means[s][m])),
+                     "dialogues": int(np.isfinite(values[s][m]).sum())}
+                 for m in names} for s in systems}
+    tests = []
+    for family, metrics in metric_names(cfg.ks).items():
+        for m in metrics:
+            sign = -1.0 if m in LOWER_IS_BETTER else 1.0
+            best = max(systems, key=lambda s, m=m: sign * table[s][m]["mean"]
+                       if math.isfinite(table[s][m]["mean"]) else -math.inf)
+            for other in systems:
+                if other == best:
+                    continue
+                t = paired_ttest(values[best][m], values[other][m])
+                ci = paired_bootstrap(values[best][m], values[other][m], cfg.bootstrap_samples)
+                tests.append({"family": family, "metric": m, "best": best, "other": other, **t, "ci95": ci,
+                              "significant": bool(ci[0] > 0 or ci[1] < 0)})
+    agreement: dict[str, Any] = {}
+    if probe_gs:
+        gs, frac, prec = np.concatenate(probe_gs), np.concatenate(probe_frac), np.concatenate(probe_prec)
+        agreement["probes"] = {"grounding_score": spearman(gs, frac), "citation_precision": spearman(prec, frac)}
+        agreement["kind_accepted"] = {k: float(np.mean([d[k] for d in kinds if k in d]))
+                                      for k in sorted({k for d in kinds for k in d})}
+        for s in systems:
+            if sys_gs.get(s):
+                agreement[s] = spearman(np.array(sys_gs[s]), np.array(sys_pc[s]))
+                agreement[s]["planted_precision"] = float(np.nanmean(sys_pc[s])) if np.isfinite(sys_pc[s]).any() \
+                    else math.nan
+    return {"benchmarks": sizes, "families": metric_names(cfg.ks), "table": table, "tests": tests,
+            "grounding_agreement": agreement, "seconds": seconds, "systems": systems,
+            "config": {"release": cfg.release, "generator": cfg.generator.__dict__, "seeds": list(cfg.seeds),
+                       "baselines": list(cfg.baselines), "ks": list(cfg.ks), "cap": cfg.cap,
+                       "encoder": cfg.encoder, "bootstrap_samples": cfg.bootstrap_samples}}
+
+
+def _f(x: float, digits: int = 3) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _p(p: float) -> str:
+    if p is None or not math.isfinite(p):
+        return "n/a"
+    return "<1e-300" if p == 0 else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
+
+
+def render_markdown(payload: dict[str, Any]) -> str:
+    """The results tables (metrics by family; paired tests; Grounding Score agreement; timing)."""
+    sizes = payload["benchmarks"]
+    systems = payload["systems"]
+    table = payload["table"]
+    n_dlg = sum(s["dialogues"] for s in sizes)
+    lines = [f"TRACE-style benchmark: {len(sizes)} benchmark(s) ({', '.join(s['benchmark'] for s in sizes)}), "
+             f"{n_dlg} dialogues, {sum(s['evaluation_points'] for s in sizes)} evaluation points "
+             f"({sum(s['after_rejection'] for s in sizes)} right after a rejection), "
+             f"{sizes[0]['pois']} POIs and {sizes[0]['reviews']} reviews each. Values: mean over dialogues"
+             + (" (range of the per-seed means)." if len(sizes) > 1 else "."), ""]
+    for family, metrics in payload["families"].items():
+        lines += [f"**{family}**", "", "| system | " + " | ".join(metrics) + " |",
+                  "|---" * (len(metrics) + 1) + "|"]
+        for s in systems:
+            cells = []
+            for m in metrics:
+                v = table[s][m]
+                rng = f" ({_f(v['seed_min'])}–{_f(v['seed_max'])})" if len(sizes) > 1 else ""
+                cells.append(_f(v["mean"]) + rng)
+            lines.append(f"| {s} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["**Paired tests**: for each metric the best system against each other one, per dialogue "
+              "(t-test: `scipy.stats.ttest_rel`; 95 % paired bootstrap interval of the difference best − other; "
+              "lower is better for turns_to_recovery and repeat_rejected_rate).", "",
+              "| family | metric | best | other | Δ mean | 95 % CI | t | p | dialogues | verdict |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for t in payload["tests"]:
+        verdict = "significant" if t["significant"] else "no significant difference"
+        lines.append(f"| {t['family']} | {t['metric']} | {t['best']} | {t['other']} | {_f(t['mean_diff'])} | "
+                     f"[{_f(t['ci95'][0])}, {_f(t['ci95'][1])}] | {_f(t['t'], 2)} | {_p(t['p'])} | {t['n']} | "
+                     f"{verdict} |")
+    agree = payload.get("grounding_agreement") or {}
+    if agree:
+        pr = agree["probes"]
+        lines += ["", "**Grounding Score vs planted citation correctness** (Spearman over evaluation points).", "",
+                  "| citations judged | points | ρ | p | planted precision |", "|---|---|---|---|---|",
+                  f"| planted probes: Grounding Score | {pr['grounding_score']['n']} | "
+                  f"{_f(pr['grounding_score']['rho'])} | {_p(pr['grounding_score']['p'])} | |",
+                  f"| planted probes: citation precision | {pr['citation_precision']['n']} | "
+                  f"{_f(pr['citation_precision']['rho'])} | {_p(pr['citation_precision']['p'])} | |"]
+        for s in systems:
+            if s in agree:
+                a = agree[s]
+                lines.append(f"| {s}: Grounding Score | {a['n']} | {_f(a['rho'])} | {_p(a['p'])} | "
+                             f"{_f(a['planted_precision'])} |")
+        lines += ["", "Verbatim rule on the probe kinds (fraction accepted): "
+                  + ", ".join(f"{k} {_f(v, 2)}" for k, v in agree["kind_accepted"].items()) + "."]
+    lines += ["", "Time per system (fit + answer, all benchmarks): "
+              + ", ".join(f"{s} {payload['seconds'][s]:.1f} s" for s in systems) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def default_output() -> Path:
+    """``benchmarks/results`` under the working directory."""
+    return Path("benchmarks") / "results"
