@@ -27,6 +27,30 @@ def pack_ranks(curve: list[dict[str, Any]], users: list[str]) -> None:
         row["test_top10_ranks"] = "".join(MISS if ranks[u] >= 10 else str(ranks[u]) for u in users)
 
 
+def test_ranks(model: Any, dm: Any, k: int = 10) -> dict[str, int]:
+    """0-based leave-one-out test rank per raw user id, capped at ``k``, seen items masked (the evaluator's
+    own ranks: :func:`recframe.metrics.target_ranks`; the target is relevant whatever its label, so ties put
+    it last, as in the evaluator)."""
+    import torch
+
+    from recframe.metrics import target_ranks
+
+    users = dm.split.train.user_ids
+    out: dict[str, int] = {}
+    with torch.no_grad():
+        for batch in dm.test_dataloader():
+            ranks, _ = target_ranks(model.score(batch), batch["targets"], batch["labels"], batch["seen"],
+                                    disliked_ties="last")
+            for user, rank in zip(batch["users"].tolist(), ranks[:, 0].tolist()):  # one target per user
+                out[str(users[user])] = min(int(rank), k)
+    return out
+
+
+def rank_string(ranks: dict[str, int], k: int = 10) -> str:
+    """Ranks as one character per user in sorted raw-user-id order (``MISS`` at or beyond ``k``)."""
+    return "".join(MISS if ranks[u] >= k else str(ranks[u]) for u in sorted(ranks))
+
+
 def per_user_ndcg(row: dict[str, Any]) -> Any:
     """NDCG@10 per test user (leave-one-out: ``1/log2(rank + 2)`` inside the top 10, else 0), or None."""
     import numpy as np
@@ -42,13 +66,34 @@ def paired_difference(ours: dict[str, Any], theirs: dict[str, Any], seed: int = 
     paired bootstrap interval (users resampled with replacement, ``BOOTSTRAP_SAMPLES`` draws); None
     without per-user ranks. A test set of 943 users makes NDCG@10 differences of ~0.01 noise-level, so
     an interval containing 0 means the two are not distinguishable at that point."""
-    import numpy as np
-
     a, b = per_user_ndcg(ours), per_user_ndcg(theirs)
     if a is None or b is None:
         return None
-    diff = a - b
+    return bootstrap_difference(a - b, seed)
+
+
+def seed_mean_ndcg(runs: list[dict[str, Any]]) -> Any:
+    """Per-user NDCG@10 averaged over a model's seeds (runs holding ``test_top10_ranks``, same users)."""
+    import numpy as np
+
+    return np.mean([per_user_ndcg(r) for r in runs], axis=0)
+
+
+def paired_over_seeds(ours: list[dict[str, Any]], theirs: list[dict[str, Any]], seed: int = 0
+                      ) -> dict[str, Any]:
+    """Paired bootstrap of ``ours - theirs`` over users, each user's NDCG@10 first averaged over each
+    model's seeds (so the interval is over the test users, with seed noise averaged out)."""
+    return bootstrap_difference(seed_mean_ndcg(ours) - seed_mean_ndcg(theirs), seed)
+
+
+def bootstrap_difference(diff: Any, seed: int = 0) -> dict[str, Any]:
+    """Mean of per-user differences ``diff`` with a 95 % bootstrap interval (users resampled with
+    replacement, ``BOOTSTRAP_SAMPLES`` draws) and whether that interval excludes 0."""
+    import numpy as np
+
+    diff = np.asarray(diff, dtype=float)
     rng = np.random.default_rng(seed)
     means = diff[rng.integers(0, len(diff), (BOOTSTRAP_SAMPLES, len(diff)))].mean(axis=1)
     low, high = np.quantile(means, [0.025, 0.975])
-    return {"mean": float(diff.mean()), "ci95": [float(low), float(high)], "users": len(diff)}
+    return {"mean": float(diff.mean()), "ci95": [float(low), float(high)], "users": len(diff),
+            "significant": bool(low > 0 or high < 0)}

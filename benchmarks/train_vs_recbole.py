@@ -55,7 +55,7 @@ import yaml
 
 from benchmarks.common import RESULTS, save_figure, write_results
 from benchmarks.peer_env import peer_python, run_peer
-from benchmarks.per_user import BOOTSTRAP_SAMPLES, pack_ranks, paired_difference, per_user_ndcg
+from benchmarks.per_user import BOOTSTRAP_SAMPLES, pack_ranks, paired_difference, per_user_ndcg, test_ranks
 
 NAME = "train_vs_recbole"
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,21 +184,6 @@ def _eval_recframe(model: Any, dm: Any, stage: str, masked: bool) -> dict[str, f
     return ev.compute()
 
 
-def _per_user_ranks_recframe(model: Any, dm: Any, k: int = 10) -> dict[str, int]:
-    """0-based test rank per raw user id, capped at ``k``, seen items masked (the evaluator's own ranks)."""
-    from recframe.metrics import target_ranks
-
-    users = dm.split.train.user_ids
-    out: dict[str, int] = {}
-    for batch in dm.test_dataloader():
-        # leave-one-out: the target is relevant whatever its label, so ties put it last (as in the evaluator)
-        ranks, _ = target_ranks(model.score(batch), batch["targets"], batch["labels"], batch["seen"],
-                                disliked_ties="last")
-        for user, rank in zip(batch["users"].tolist(), ranks[:, 0].tolist()):  # leave-one-out: one target
-            out[str(users[user])] = min(int(rank), k)
-    return out
-
-
 def _epoch_probe(dm: Any, limit_s: float, patience: int) -> Any:
     """A Lightning callback timing each training epoch and evaluating after it (outside the clock)."""
     import lightning as L
@@ -229,7 +214,7 @@ def _epoch_probe(dm: Any, limit_s: float, patience: int) -> Any:
                 for stage in ("valid", "test"):
                     row[stage] = {"masked": _eval_recframe(pl_module, dm, stage, True),
                                   "unmasked": _eval_recframe(pl_module, dm, stage, False)}
-                row["test_rank_per_user"] = _per_user_ranks_recframe(pl_module, dm)
+                row["test_rank_per_user"] = test_ranks(pl_module, dm)
             pl_module.train(was_training)
             row["eval_seconds"] = time.perf_counter() - ev_start
             self.epochs.append(row)

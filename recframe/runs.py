@@ -7,6 +7,7 @@ them measure a model exactly as ``recframe fit`` + ``recframe test`` would.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,12 @@ def fit_and_test(
     extra: list[str] | None = None,
     quiet: bool = True,
     ckpt_path: str | Path | None = None,
+    after_test: Callable[[Any, Any], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Fit from ``config`` (plus CLI-style overrides), test the best-validation checkpoint.
+
+    ``after_test(model, datamodule)``, if given, runs on the tested (best-validation) model and its
+    returned entries are added to the result (e.g. per-user test ranks for a paired comparison).
 
     ``ckpt_path`` resumes an interrupted fit from its ``last.ckpt`` (at the same thread count the result
     equals an uninterrupted run's; ``train_seconds`` counts only this process's part and ``resumed_from``
@@ -40,6 +45,7 @@ def fit_and_test(
     best = trainer.checkpoint_callback.best_model_path or None
     val = trainer.validate(model, dm, ckpt_path=best, verbose=False)[0]
     test = trainer.test(model, dm, ckpt_path=best, verbose=False)[0]
+    extra_results = after_test(model.eval(), dm) if after_test is not None else {}
     return {
         "config": _shown(config),
         "overrides": list(extra or []),
@@ -52,6 +58,7 @@ def fit_and_test(
         "data_fingerprint": dm.fingerprint,
         "valid": {k[len("val/"):]: v for k, v in val.items() if k.startswith("val/")},
         "test": {k[len("test/"):]: v for k, v in test.items() if k.startswith("test/")},
+        **extra_results,
     }
 
 

@@ -144,15 +144,20 @@ class RecModel(L.LightningModule, ABC):
         total = self.trainer.strategy.reduce(count.clone(), reduce_op="sum")
         return local_mean * (count * self.trainer.world_size / total)
 
-    def _eval_step(self, batch: dict[str, Tensor]) -> None:
+    def eval_scores(self, batch: dict[str, Tensor], stage: str) -> Tensor:
+        """The scores the evaluator ranks at ``stage`` (``"val"`` or ``"test"``): :meth:`score` unless a model
+        validates more cheaply (e.g. generative models by beam search; the test always uses ``score``)."""
+        return self.score(batch)
+
+    def _eval_step(self, batch: dict[str, Tensor], stage: str = "test") -> None:
         if self.evaluator is None:
             raise RuntimeError("evaluation needs a RecDataModule attached to the trainer")
-        scores = self.score(batch)
+        scores = self.eval_scores(batch, stage)
         self.evaluator.update(scores, batch["targets"], batch["labels"], batch["seen"],
                               model_name=type(self).__name__)
 
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
-        self._eval_step(batch)
+        self._eval_step(batch, "val")
 
     def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
         self._eval_step(batch)

@@ -73,3 +73,20 @@ def test_every_equal_time_target_names_where_recframe_is_behind():
     every = s["targets"]["ndcg_at_every_equal_time"]
     assert every["behind_at_seconds"] == [4] and every["met"] is False
     assert s["targets"]["ndcg_at_equal_time"]["met"] is True  # the end point alone would hide it
+
+
+def test_paired_difference_over_seeds_averages_seeds_per_user_first():
+    import math
+
+    from benchmarks.per_user import bootstrap_difference, paired_over_seeds, rank_string
+
+    assert rank_string({"2": 12, "1": 0, "10": 3}) == "03-"  # sorted raw ids: "1", "10", "2"
+    a = [{"test_top10_ranks": "00"}, {"test_top10_ranks": "0-"}]  # user 2: hit in one seed of two
+    b = [{"test_top10_ranks": "--"}, {"test_top10_ranks": "--"}]
+    d = paired_over_seeds(a, b)
+    assert d["mean"] == pytest.approx((1.0 + 0.5) / 2) and d["significant"]
+    same = bootstrap_difference([0.0] * 50)
+    assert same["ci95"] == [0.0, 0.0] and not same["significant"]
+    noisy = bootstrap_difference([1.0, -1.0] * 50)
+    assert noisy["ci95"][0] < 0 < noisy["ci95"][1] and not noisy["significant"]
+    assert math.isclose(noisy["mean"], 0.0)

@@ -261,3 +261,51 @@ def test_head_probe_reaches_cached_scoring(cls) -> None:
             cached, prefix = model.score(history), model.score(history, cached=False)
     assert (cached - clean)[:, 1:].abs().max() > 1e-3
     torch.testing.assert_close(cached, prefix, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [TIGER, SIDDecoder])
+def test_beam_validation_equals_exact_with_a_full_beam_and_floors_the_rest(cls) -> None:
+    model = _build(cls, False, seed=7, history_tokens="items", validation_decode="beam", validation_beam=40)
+    _perturb(model)
+    model.eval()
+    history = torch.tensor([[0, 0, 3, 5, 7, 9, 10], [1, 2, 3, 4, 5, 6, 12]])
+    batch = {"history": history}
+    with torch.no_grad():
+        exact = model.eval_scores(batch, "test")
+        full = model.beam_scores(history, 40)  # 40 items: the beam holds the whole catalogue
+        partial = model.eval_scores(batch, "val")  # validation_beam=40 as well
+        top5 = model.beam_scores(history, 5)
+    torch.testing.assert_close(full[:, 1:], exact[:, 1:], rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(partial, full)
+    kept = top5[:, 1:] > -1e8
+    assert kept.sum(1).tolist() == [5, 5] and torch.isfinite(top5[:, 1:]).all() and torch.isinf(top5[:, 0]).all()
+    torch.testing.assert_close(top5[:, 1:][kept], exact[:, 1:][kept], rtol=1e-4, atol=1e-4)  # exact log-probs
+    with pytest.raises(ValueError, match="validation_beam must be >= 1"):
+        cls(n_items=40, validation_beam=0)
+
+
+@pytest.mark.parametrize("cls", [TIGER, SIDDecoder])
+@pytest.mark.parametrize("history_tokens", ["codes", "items"])
+def test_valid_normalisation_trains_and_scores_a_distribution_over_items(cls, history_tokens: str) -> None:
+    """normalize="valid": item scores are log-probabilities summing to 1 over the catalogue, the training loss
+    of a window's last target is minus its score, and cached, uncached and beam scoring agree."""
+    model = _build(cls, True, seed=11, history_tokens=history_tokens, normalize="valid", dropout=0.0)
+    _perturb(model)
+    model.eval()
+    inputs = torch.tensor([[0, 0, 3, 5, 7, 9], [1, 2, 3, 4, 5, 6]])
+    targets = torch.tensor([[0, 0, 0, 0, 0, 11], [0, 0, 0, 0, 0, 8]])
+    with torch.no_grad():
+        scores = model.score({"history": inputs})
+        slow = model.score({"history": inputs}, cached=False)
+        beam = model.generate(inputs, k=5, beam=40)
+        loss = torch.stack([model.backbone.loss(inputs[b : b + 1], targets[b : b + 1]) * 3 for b in range(2)])
+    torch.testing.assert_close(torch.logsumexp(scores[:, 1:], 1), torch.zeros(2), atol=1e-5, rtol=0)
+    torch.testing.assert_close(scores, slow, atol=1e-5, rtol=0)
+    torch.testing.assert_close(loss, -scores[[0, 1], [11, 8]], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(torch.gather(scores, 1, beam.items), beam.log_probs, atol=1e-4, rtol=1e-4)
+    codebook = _build(cls, True, seed=11, history_tokens=history_tokens, dropout=0.0)
+    codebook.load_state_dict(model.state_dict())  # the same weights: the codebook softmax leaks mass
+    with torch.no_grad():
+        assert (torch.logsumexp(codebook.eval().score({"history": inputs})[:, 1:], 1) < -1e-3).all()
+    with pytest.raises(ValueError, match="normalize must be 'codebook' or 'valid'"):
+        _build(cls, False, normalize="softmax")

@@ -142,3 +142,12 @@ def test_pooled_history_is_shorter_and_unknown_layout_is_refused() -> None:
     with pytest.raises(ValueError, match="history_tokens must be 'codes' or 'items'"):
         DecoderBackbone(codes, (4, 4, 5), dim=16, n_layers=1, n_heads=2, inner=32, dropout=0.0, window=4,
                         history_tokens="tokens")
+
+
+def test_sibling_code_masks_by_hand() -> None:
+    from recframe.models.generative.backbones import sibling_code_masks
+
+    codes = np.array([[0, 0], [0, 1], [0, 2], [1, 0]])  # items 1..3 = (0, 1), (0, 2), (1, 0)
+    level0, level1 = sibling_code_masks(codes, (2, 3))
+    assert level0.tolist() == [[False, False], [True, True], [True, True], [True, True]]
+    assert level1.tolist() == [[False] * 3, [False, True, True], [False, True, True], [True, False, False]]

@@ -112,6 +112,15 @@ class SIDBackbone(nn.Module):
         attn_dropout: dropout on attention probabilities (default: ``dropout``). On a CPU, drawing its masks
             (one per attention-logit element) took most of a training step's time, so the tuned configs
             search it separately.
+        normalize: ``"codebook"`` (each level's softmax over its whole codebook, TIGER's training) or
+            ``"valid"`` (over the codes that continue a real path from the prefix: the trie's children), in
+            the training loss (:meth:`level_ce`); scoring and beam search use the same (the model's
+            ``normalize``).
+        embedding_std: standard deviation of the position and level embeddings' normal init (``None``:
+            torch's N(0, 1), the former init, kept so that old seeds reproduce). Token embeddings start at
+            N(0, 0.02); at N(0, 1) the position and level vectors are ~50x larger, so the items' identity is
+            ~2 % of every input after the first LayerNorm and the models learn it slowly (ML-100K: NDCG@10
+            below Popularity after 6 epochs); 0.02 (GPT-2's choice for both tables) is what the configs use.
         addons: :class:`~recframe.models.generative.addons.GenerativeAddon` objects, built here (after the
             shared embeddings, before the subclass's layers) and kept as ``self.addons``.
     """
@@ -129,6 +138,8 @@ class SIDBackbone(nn.Module):
         addons: Sequence[GenerativeAddon] = (),
         history_tokens: str = "codes",
         attn_dropout: float | None = None,
+        embedding_std: float | None = None,
+        normalize: str = "codebook",
     ) -> None:
         super().__init__()
         if history_tokens not in ("codes", "items"):
@@ -148,11 +159,20 @@ class SIDBackbone(nn.Module):
         self.register_buffer("offsets", torch.from_numpy(offsets.astype(np.int64)))
         self.register_buffer("sizes", torch.from_numpy(subtree_sizes(codes)))
         self.prefix_sizes = PrefixSizes(codes, self.codebook_sizes)
+        if normalize not in ("codebook", "valid"):
+            raise ValueError(f"normalize must be 'codebook' or 'valid', got {normalize!r}")
+        self.normalize = normalize
+        if normalize == "valid":  # derived from the codes, so not saved with a checkpoint
+            for level, mask in enumerate(sibling_code_masks(codes, self.codebook_sizes)):
+                self.register_buffer(f"sibling_codes{level}", torch.from_numpy(mask), persistent=False)
         self.bos = 1 + int(sum(self.codebook_sizes))
         self.tok = nn.Embedding(self.bos + 1, dim, padding_idx=0)
         nn.init.normal_(self.tok.weight, std=0.02)
         self.pos = nn.Embedding(window + 1, dim)
         self.level = nn.Embedding(self.L + 1, dim)
+        if embedding_std is not None:  # GPT-2's init: positions like tokens, so neither drowns the other
+            nn.init.normal_(self.pos.weight, std=embedding_std)
+            nn.init.normal_(self.level.weight, std=embedding_std)
         self.drop = nn.Dropout(dropout)
         self.final_norm = nn.LayerNorm(dim)
         self.n_heads = n_heads
@@ -261,14 +281,40 @@ class SIDBackbone(nn.Module):
             return history[:, w - self.window :]
         return F.pad(history, (self.window - w, 0))
 
-    def level_ce(self, h: Tensor, codes: Tensor) -> Tensor:
-        """Mean CE over levels and targets: ``h`` ``[R, L, D]`` predicts ``codes`` ``[R, L]``."""
-        losses = [
-            F.cross_entropy(self.level_logits(h[:, level], level, codes[:, :level]), codes[:, level],
-                            reduction="sum")
-            for level in range(self.L)
-        ]
+    def level_ce(self, h: Tensor, codes: Tensor, items: Tensor | None = None) -> Tensor:
+        """Mean CE over levels and targets: ``h`` ``[R, L, D]`` predicts ``codes`` ``[R, L]`` (the paths of
+        ``items`` ``[R]``). With ``normalize="valid"`` each level's softmax runs over the codes that continue
+        a real item's path from the target's prefix (its trie siblings), as constrained decoding and
+        ``valid``-normalised scoring do; ``items`` is then required."""
+        if self.normalize == "valid" and items is None:
+            raise ValueError("level_ce: normalize='valid' needs the target items.")
+        losses = []
+        for level in range(self.L):
+            logits = self.level_logits(h[:, level], level, codes[:, :level])
+            if self.normalize == "valid":
+                logits = logits.masked_fill(~getattr(self, f"sibling_codes{level}")[items], float("-inf"))
+            losses.append(F.cross_entropy(logits, codes[:, level], reduction="sum"))
         return torch.stack(losses).sum() / max(codes.numel(), 1)
+
+
+def sibling_code_masks(codes: np.ndarray, codebook_sizes: Sequence[int]) -> list[np.ndarray]:
+    """Per level ``l``, ``[n_items + 1, C_l]`` bool: the codes that continue a real item's path from item
+    ``x``'s prefix ``codes[x, :l]`` (``x``'s own code among them; row 0 all False)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    real = codes[1:]
+    out = []
+    for level, size in enumerate(codebook_sizes):
+        if level:
+            _, prefix = np.unique(real[:, :level], axis=0, return_inverse=True)
+            prefix = prefix.reshape(-1)
+        else:
+            prefix = np.zeros(len(real), dtype=np.int64)
+        allowed = np.zeros((int(prefix.max()) + 1 if len(real) else 0, int(size)), dtype=bool)
+        allowed[prefix, real[:, level]] = True
+        mask = np.zeros((len(codes), int(size)), dtype=bool)
+        mask[1:] = allowed[prefix]
+        out.append(mask)
+    return out
 
 
 def _summed(parts: Iterable[Tensor | None]) -> Tensor | None:

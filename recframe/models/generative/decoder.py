@@ -128,7 +128,7 @@ class DecoderBackbone(SIDBackbone):
         # then the item's own tokens for levels 1..L-1
         pred = torch.cat([h[:, :-1, -1:], h[:, 1:, :-1]], 2)  # [B, W, L, D]
         keep = targets > 0
-        return self.level_ce(pred[keep], self.codes[targets][keep])
+        return self.level_ce(pred[keep], self.codes[targets][keep], targets[keep])
 
     def _pooled_loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
         """``history_tokens="items"``: the window's items are one token each, so a target's own codes are not
@@ -159,4 +159,4 @@ class DecoderBackbone(SIDBackbone):
                           past_bias=past_bias)
             pred = torch.cat([pred, x], 2)  # [B, W, L, D]
         keep = targets > 0
-        return self.level_ce(pred[keep], codes[keep])
+        return self.level_ce(pred[keep], codes[keep], targets[keep])

@@ -106,4 +106,4 @@ class TigerBackbone(SIDBackbone):
         ctx = Context(kv=kv, mask=mask, nodes=None, last=None)
         h = self._decode(x, nodes, ctx, mask)  # [B, W, L, D]
         keep = targets > 0
-        return self.level_ce(h[keep], codes[keep])
+        return self.level_ce(h[keep], codes[keep], targets[keep])
