@@ -7,8 +7,9 @@ says how, for one kind of model, and :func:`collect` runs it over all examples:
 * :class:`RecTask` -- a recframe recommender (SASRec, TIGER, SIDDecoder, any ``RecModel``): the logits of
   next-item prediction are ``model.score(batch)`` over the catalogue (for the generative backbones that is the
   exact log-probability of every item's code path, so the softmax over it is their next-item distribution),
-  with the padding column and the user's seen items set to ``-inf``, as full-ranking evaluation masks them;
-  the label is the first held-out item. Batches come from an
+  with the padding column and the user's seen items set to ``-inf``, as full-ranking evaluation masks them
+  (:func:`recframe.metrics.ranking.eligible_mask`: a held-out item stays eligible even when it was seen
+  before); the label is the first held-out item. Batches come from an
   :class:`~recframe.data.eval_view.EvaluationView` or any iterable of evaluation batches.
 * :class:`TensorTask` -- any classifier ``model(inputs) -> logits`` (a Hugging Face
   ``BertForSequenceClassification``: its ``.logits`` are used), inputs a tensor or a dict of tensors.
@@ -26,6 +27,8 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+
+from recframe.metrics.ranking import eligible_mask
 
 __all__ = ["LogitTask", "RecTask", "TensorTask", "collect", "model_device"]
 
@@ -110,14 +113,13 @@ class RecTask(LogitTask):
         if not callable(getattr(model, "score", None)):
             raise TypeError(f"RecTask needs a recframe RecModel with score(batch); got "
                             f"{type(model).__name__}")
-        z = model.score(batch).to(torch.float64).clone()
-        z[:, 0] = float("-inf")
-        if self.mask_seen and "seen" in batch:
-            seen = batch["seen"]
-            rows = torch.arange(z.shape[0], device=z.device)[:, None].expand_as(seen)
-            keep = seen > 0
-            z[rows[keep], seen[keep]] = float("-inf")
-        return z
+        z = model.score(batch).to(torch.float64)
+        seen = batch.get("seen") if self.mask_seen else None
+        targets = batch.get("targets")
+        if targets is None:
+            targets = torch.zeros(z.shape[0], 1, dtype=torch.long, device=z.device)
+        # the evaluator's rule: padding and seen items are not eligible, held-out items always are
+        return z.masked_fill(~eligible_mask(z.shape[1], targets, seen), float("-inf"))
 
     def labels(self, batch: Mapping[str, Tensor]) -> Tensor:
         if "targets" not in batch:

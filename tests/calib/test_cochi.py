@@ -214,3 +214,68 @@ def test_cochi_on_a_hugging_face_classifier() -> None:
     assert len(cochi.heads_) == 8 and cochi.heads_[0] == ("bert.encoder.layer.0.attention", 0)
     assert cochi.nll_after_ <= cochi.nll_before_
     assert all(not m._forward_hooks for m in model.modules())
+
+
+# ------------------------------------------------------------------------------- multiple choice, callback
+def test_genre_questions_have_one_right_option_each() -> None:
+    from calib_ext.cochi.multiple_choice import genre_questions, split_questions
+
+    genres = ["Action", "Comedy", "Drama", "Horror", "Sci-Fi", "War"]
+    titles = ["", "A", "B", "", "D", "E", "F"]
+    cats = [[], ["Comedy"], ["Drama", "War"], ["Action"], ["unknown"], genres[:3], ["Horror", "Sci-Fi"]]
+    qs = genre_questions(titles, cats, n_options=4, seed=3)
+    assert [q.item for q in qs] == [1, 2, 5, 6]  # item 3 has no title, item 4 only 'unknown'
+    for q in qs:
+        assert len(set(q.options)) == 4 and q.options[q.label] in cats[q.item]
+        assert sum(o in cats[q.item] for o in q.options) == 1
+    assert qs == genre_questions(titles, cats, n_options=4, seed=3)  # reproducible
+    val, test = split_questions(qs, 0.5, seed=0)
+    assert sorted(q.item for q in val + test) == [1, 2, 5, 6] and not set(val) & set(test)
+
+
+def test_multiple_choice_logits_are_scaled_cosines() -> None:
+    from calib_ext.cochi.multiple_choice import MultipleChoiceTask, Question
+
+    class Fake(nn.Module):  # "encodes" a text as a fixed vector, like SentenceTransformer.encode
+        table = {"a x movie": [1.0, 0.0], "a y movie": [0.0, 2.0], "q1": [3.0, 4.0], "q2": [1.0, 1.0]}
+
+        def encode(self, texts, normalize_embeddings=True, **_) -> Tensor:
+            v = torch.tensor([self.table[t] for t in texts])
+            return v / v.norm(dim=1, keepdim=True) if normalize_embeddings else v
+
+    qs = [Question(1, "q1", ("x", "y"), 1), Question(2, "q2", ("y", "x"), 0)]
+    logits, labels = collect(Fake(), MultipleChoiceTask(qs, scale=10.0))
+    expected = 10.0 * torch.tensor([[0.6, 0.8], [2 ** -0.5, 2 ** -0.5]], dtype=torch.float64)
+    torch.testing.assert_close(logits, expected)
+    assert labels.tolist() == [1, 0]
+
+
+def test_the_callback_reports_after_fit_and_leaves_the_model_unchanged(tmp_path) -> None:
+    import json
+
+    import lightning as L
+
+    from calib_ext.cochi import CoCHICallback
+    from recframe.data.datamodule import RecDataModule
+    from recframe.models.sasrec import SASRec
+
+    L.seed_everything(0)
+    dm = RecDataModule(dataset="synthetic", synthetic={"n_users": 120, "n_items": 40, "mean_length": 12,
+                                                       "seed": 1}, split="loo", max_len=8, batch_size=64)
+    model = SASRec(n_items=dm.n_items, n_users=dm.n_users, max_len=8, hidden=16, n_heads=2, n_layers=1,
+                   inner=32)
+    out = tmp_path / "cochi.json"
+    cb = CoCHICallback(output=str(out))
+    trainer = L.Trainer(max_epochs=1, logger=False, callbacks=[cb], enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                        limit_val_batches=0)
+    trainer.fit(model, dm)
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    report = json.loads(out.read_text())
+    assert report == cb.report_ and report["weights"] == "last"
+    assert report["cochi"]["heads"] == ["blocks.0.attn#0", "blocks.0.attn#1"]
+    assert set(report["test_before"]) >= {"ece", "nll", "brier", "accuracy"}
+    assert report["cochi"]["nll_after"] <= report["cochi"]["nll_before"]
+    assert sum(report["cochi"]["pattern_counts"].values()) == len(dm.eval_view("valid"))
+    assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
+    assert all(b.attn.head_hook is None for b in model.blocks)
