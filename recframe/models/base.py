@@ -184,7 +184,8 @@ class RecModel(L.LightningModule, ABC):
 
     def on_validation_epoch_end(self) -> None:
         values = self._eval_epoch_end("val")
-        key = next((k for k in values if k.startswith("ndcg@")), None)
+        # the model-selection metric: NDCG@10 when it is computed, else the first NDCG cut-off
+        key = "ndcg@10" if "ndcg@10" in values else next((k for k in values if k.startswith("ndcg@")), None)
         if key is not None:
             self.log("val_ndcg", values[key], prog_bar=True, batch_size=1)
 
