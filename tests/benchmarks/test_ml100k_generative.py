@@ -1,0 +1,49 @@
+"""Pure parts of benchmarks/ml100k_generative.py: run naming, seeds, paired comparisons, rendering."""
+
+from __future__ import annotations
+
+from benchmarks.ml100k_generative import (
+    ROWS,
+    RUNS,
+    TRIEREC_PAIRS,
+    log_name,
+    overrides,
+    paired,
+    point_folder,
+    render,
+    summarise,
+)
+
+
+def _run(row: str, seed: int, ndcg: float, ranks: str) -> dict:
+    metrics = {"ndcg@5": ndcg, "ndcg@10": ndcg, "recall@5": ndcg, "recall@10": ndcg}
+    return {"row": row, "seed": seed, "test": metrics, "valid": metrics, "train_seconds": 10.0,
+            "best_checkpoint_epoch": 7, "epochs": 12, "selected_last": False, "test_top10_ranks": ranks}
+
+
+def test_every_row_config_exists_and_overrides_set_each_seed() -> None:
+    from benchmarks.ml100k_generative import CONFIGS
+
+    assert all((CONFIGS / row.config).exists() for row in ROWS.values())
+    args = overrides("TIGER (collaborative IDs)", 2)
+    assert args[args.index("--seed_everything") + 1] == "2"
+    assert args[args.index("--model.init_args.tokenizer.init_args.seed") + 1] == "2"
+    assert args[args.index("--model.init_args.collaborative_seed") + 1] == "2"
+    assert "--model.init_args.collaborative_seed" not in overrides("TIGER (text IDs)", 2)
+    assert log_name("TIGER (text IDs)", 0) != log_name("TIGER (text IDs)", 0, point_folder("lr 0.001"))
+    assert log_name("TIGER (text IDs)", 0, RUNS) == "gen_TIGER__text_IDs__seed0"
+    assert ("TIGER (text IDs)", "TIGER (text IDs) + TrieRec") in TRIEREC_PAIRS
+
+
+def test_paired_gain_and_no_significant_difference_wording() -> None:
+    runs = {"TIGER (text IDs)": [_run("TIGER (text IDs)", s, 0.05, "--0-" * 25) for s in (0, 1)],
+            "TIGER (text IDs) + TrieRec": [_run("TIGER (text IDs) + TrieRec", s, 0.5, "0000" * 25)
+                                           for s in (0, 1)],
+            "TIGER (collaborative IDs)": [_run("TIGER (collaborative IDs)", 0, 0.05, "0---" * 25)]}
+    out = paired(runs, TRIEREC_PAIRS + [("TIGER (text IDs)", "TIGER (collaborative IDs)")])
+    gain = out["TIGER (text IDs) + TrieRec vs TIGER (text IDs)"]
+    assert gain["significant"] and gain["mean"] == 0.75
+    same = out["TIGER (collaborative IDs) vs TIGER (text IDs)"]  # same hit count, other users
+    assert same["mean"] == 0.0 and not same["significant"]
+    md = render(summarise(runs), out, "cmd")
+    assert "no significant difference" in md and "| TIGER (text IDs) | 2 |" in md and "7 (12)" in md
