@@ -7,8 +7,10 @@ LightGCN, BPR-MF) and mixes it with text embeddings.
 
 :func:`collaborative_item_embeddings` runs the config in-process, as ``recframe fit --config CONFIG
 --seed_everything SEED`` would, but with no logger and its checkpoints in a temporary directory
-(nothing is written under the user's ``runs/``), early stopping and the epoch budget exactly as the
-config says, and returns the item table of the **best-validation** checkpoint (the test split is
+(nothing is written under the user's ``runs/``), early stopping and ``max_epochs`` exactly as the
+config says but **no wall-clock cap** (``trainer.max_time`` is set to null: a cached artifact must not
+depend on how busy the machine was; ``benchmarks/ml100k_generative.py`` runs SASRec the same way), and
+returns the item table of the **best-validation** checkpoint (the test split is
 never evaluated). Row 0 (padding) is set to zeros.
 
 Cache: ``<cache_dir>/<key>.npy`` plus ``<key>.json`` (the run: best epoch, its validation NDCG,
@@ -133,7 +135,8 @@ def read_run_info(train: Any, config: str | Path, seed: int = 0,
 
 def train_item_table(config: str | Path, seed: int = 0, expected_train: str | None = None
                      ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Fit ``config`` in a temporary directory; return the best-validation item table and the run record.
+    """Fit ``config`` in a temporary directory, without its ``max_time``; return the best-validation item
+    table and the run record.
 
     The record holds ``best_epoch``, ``best_val_ndcg`` (the monitored ``val_ndcg``: NDCG at the data's
     first cut-off), ``epochs`` (epochs run) and ``train_seconds``. No caching (see
@@ -148,7 +151,7 @@ def train_item_table(config: str | Path, seed: int = 0, expected_train: str | No
     with _restored_global_state(), tempfile.TemporaryDirectory(prefix="recframe-collab-") as tmp:
         cli = run_cli(["--config", str(config), "--seed_everything", str(int(seed)),
                        "--trainer.logger", "false", "--trainer.default_root_dir", tmp,
-                       "--trainer.enable_model_summary", "false"], run=False)
+                       "--trainer.max_time", "null", "--trainer.enable_model_summary", "false"], run=False)
         trainer, model, dm = cli.trainer, cli.model, cli.datamodule
         if not callable(getattr(model, "item_embeddings", None)):
             raise ValueError(f"config {config}: model {model_class} has no item_embeddings(); use a model "

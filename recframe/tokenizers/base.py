@@ -8,10 +8,17 @@ and returns a :class:`SIDTable` fingerprinted by the features and :meth:`SIDToke
 Fitted state lives in attributes ending in ``_`` (``table_``, and per tokenizer e.g.
 ``codebooks_``); :meth:`SIDTokenizer.encode` maps new item vectors to their (pre-disambiguation)
 code paths, e.g. for cold-start items.
+
+A tokenizer that learns from a second, collaborative matrix (a trained recommender's item table, see
+:func:`recframe.features.collaborative_item_embeddings`) sets ``accepts_collaborative = True`` and
+takes it as ``_fit_codes(items, collaborative=...)``; ``fit(features, collaborative=None)`` passes it
+only when given (so other tokenizers keep the one-argument ``_fit_codes``), and the SID table's
+fingerprint then also covers the collaborative matrix. Encoding (cold-start items) needs only features.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -29,6 +36,8 @@ class SIDTokenizer(ABC):
     """Base class: subclasses set ``name`` and implement ``_settings``, ``_fit_codes`` and ``_encode``."""
 
     name: ClassVar[str]
+    #: whether ``fit`` takes a ``collaborative`` matrix (passed on to ``_fit_codes``)
+    accepts_collaborative: ClassVar[bool] = False
 
     # ------------------------------------------------------------ interface
     @property
@@ -50,14 +59,37 @@ class SIDTokenizer(ABC):
 
     # ---------------------------------------------------------------- API
     def get_settings(self) -> dict[str, Any]:
-        """``{"tokenizer": name, **settings}``: what the SID table's fingerprint covers."""
-        return {"tokenizer": self.name, **self._settings()}
+        """``{"tokenizer": name, **settings}``: what the SID table's fingerprint covers.
 
-    def fit(self, features: np.ndarray) -> SIDTable:
-        """Fit on ``features [n_items + 1, d]`` (row 0 = padding) and return the :class:`SIDTable`."""
+        After a fit with a collaborative matrix it also holds ``"collaborative"``: that matrix's sha256.
+        """
+        settings = {"tokenizer": self.name, **self._settings()}
+        if getattr(self, "collaborative_fingerprint_", None) is not None:
+            settings["collaborative"] = self.collaborative_fingerprint_
+        return settings
+
+    def fit(self, features: np.ndarray, collaborative: np.ndarray | None = None) -> SIDTable:
+        """Fit on ``features [n_items + 1, d]`` (row 0 = padding) and return the :class:`SIDTable`.
+
+        ``collaborative [n_items + 1, d_c]`` (row 0 = padding), for tokenizers with
+        ``accepts_collaborative``: item vectors of a collaborative model the codes are regularised toward.
+        """
         x = as_feature_matrix(features)
+        self.collaborative_fingerprint_: str | None = None
         start = time.perf_counter()
-        codes, extra = self._fit_codes(x[1:])
+        if collaborative is None:
+            codes, extra = self._fit_codes(x[1:])
+        else:
+            if not self.accepts_collaborative:
+                raise ValueError(f"{type(self).__name__} does not take a collaborative matrix; use "
+                                 "RQVAETokenizer (LETTER-style regulariser) or fit on "
+                                 "recframe.features.hybrid_item_features(text, collaborative).")
+            c = as_feature_matrix(collaborative)
+            if c.shape[0] != x.shape[0]:
+                raise ValueError(f"collaborative has {c.shape[0] - 1} items but features {x.shape[0] - 1}; "
+                                 "both must be [n_items + 1, d] for the same items.")
+            self.collaborative_fingerprint_ = hashlib.sha256(c.tobytes() + str(c.shape).encode()).hexdigest()
+            codes, extra = self._fit_codes(x[1:], collaborative=c[1:])
         seconds = time.perf_counter() - start
         self.n_features_in_ = int(x.shape[1])
         self.table_ = build_sid_table(codes, self.codebook_sizes, x, self.get_settings(),

@@ -28,6 +28,32 @@ Defaults follow TIGER: encoder ``d -> 512 -> 256 -> 128 -> 32`` with ReLU, decod
   unit-norm text embeddings), so that the learning rate means the same for any feature scale: with
   raw large-norm inputs the encoder's latents outgrow codebooks that Adam moves by ~lr per step.
 
+Collaborative regulariser (LETTER; Wang et al., 2024, "Learnable Item Tokenization for Generative
+Recommendation", its ``L_CF``): ``fit(features, collaborative=C)`` with ``C [n_items + 1, d_c]`` a
+collaborative model's item table (e.g. SASRec's, :func:`recframe.features.collaborative_item_embeddings`)
+adds ``collab_weight * L_CF`` to the loss, an InfoNCE with in-batch negatives between the item's
+quantised latent and its CF vector:
+
+    L_CF = -(1/B) sum_i log( exp(s_ii / tau) / sum_j exp(s_ij / tau) ),
+    s_ij = cos( W zst_i, c_j ),   zst = z + sg(z_q - z)  (the straight-through quantised latent),
+
+``W`` a learned linear map ``latent_dim -> d_c`` (the "small projection"; LETTER uses the raw dot
+product because its CF table has the latent's width, 32; here the table's width is the recommender's,
+e.g. 64), ``tau = collab_temperature``. Through the straight-through estimator the gradient moves the
+encoder (as in LETTER), so items with similar CF vectors get similar latents and hence share codes;
+the codebooks still move only by their codebook terms. Choices and reasons: cosine similarity with a
+temperature instead of LETTER's raw dot product, so that ``collab_weight`` means the same for any
+CF-table scale (SASRec's rows are not unit-norm); ``tau = 0.1`` by default, the usual InfoNCE value
+(SimCLR, SimGCL), which gives a loss of ~log(B) at chance and a useful gradient without saturating;
+``collab_weight = 0.1`` by default (LETTER's alpha is 0.02 on an unnormalised dot product; with
+cosine / 0.1 the term has a comparable size to the reconstruction loss of unit-scaled inputs). LETTER's
+diversity regulariser (pulling codes toward k-means clusters of the codebook) and its Sinkhorn
+assignment are not implemented; codebook usage is reported in the stats instead. ColaRec (Wang et al.,
+2024, "Content-Based Collaborative Generation for Recommendation") aligns content and collaborative
+views the same way, by an in-batch contrastive loss, but inside the generator rather than the tokenizer.
+Encoding new (cold-start) items needs only their features: the regulariser shapes the encoder. Without
+``collaborative`` the fit, the settings and the SID fingerprint are exactly those of plain RQ-VAE.
+
 Everything random (weights, init batch, shuffling, k-means) is seeded from ``seed`` inside a
 forked torch RNG, so the global RNG is left untouched. ``device=None`` trains on a GPU when one
 is present, else on the CPU; GPU and CPU fits give different (equally valid) codes, so pass
@@ -104,15 +130,29 @@ class RQVAE(nn.Module):
 
     def forward(self, x: torch.Tensor, beta: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(x_hat, codes, quantisation loss)``."""
+        return self.forward_latent(x, beta)[:3]
+
+    def forward_latent(self, x: torch.Tensor, beta: float
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(x_hat, codes, quantisation loss, straight-through quantised latent z + sg(z_q - z))``."""
         z = self.encoder(x)
         codes, z_q, q_loss = self.quantizer(z, beta)
-        x_hat = self.decoder(z + (z_q - z).detach())  # straight-through estimator
-        return x_hat, codes, q_loss
+        z_st = z + (z_q - z).detach()  # straight-through estimator
+        return self.decoder(z_st), codes, q_loss, z_st
 
     @torch.no_grad()
     def codes(self, x: torch.Tensor) -> torch.Tensor:
         """Semantic codes ``[B, L]`` of ``x``."""
         return self.quantizer(self.encoder(x), 0.0)[0]
+
+
+def info_nce(queries: torch.Tensor, keys: torch.Tensor, temperature: float) -> torch.Tensor:
+    """In-batch InfoNCE: ``-mean_i log softmax_j(cos(q_i, k_j) / temperature)[i]`` (row ``i``'s positive is
+    key ``i``, every other key in the batch is a negative)."""
+    q = nn.functional.normalize(queries, dim=-1)
+    k = nn.functional.normalize(keys, dim=-1)
+    logits = q @ k.T / temperature
+    return nn.functional.cross_entropy(logits, torch.arange(len(q), device=q.device))
 
 
 class RQVAETokenizer(SIDTokenizer):
@@ -131,19 +171,25 @@ class RQVAETokenizer(SIDTokenizer):
         seed: seed of all randomness.
         device: torch device to train on (None: GPU when present; not part of the fingerprint).
         num_threads: torch CPU threads during the fit (None: leave torch's setting alone).
+        collab_weight: weight of the collaborative InfoNCE term (used only when ``fit`` gets a
+            ``collaborative`` matrix; module docstring).
+        collab_temperature: its temperature ``tau``.
 
     Fitted attributes: ``model_`` (the :class:`RQVAE`, in eval mode on CPU), ``scale_`` (the
-    input scale), ``loss_history_``
+    input scale), ``collab_proj_`` (the projection ``W``, or None), ``collab_history_`` (mean ``L_CF`` per
+    epoch, empty without a collaborative matrix), ``loss_history_``
     (mean loss per epoch), ``init_usage_`` (codebook usage per level over all items right after the
     k-means init), ``table_``.
     """
 
     name = "rq_vae"
+    accepts_collaborative = True
 
     def __init__(self, n_levels: int = 3, codebook_size: int | Sequence[int] = 256, *, latent_dim: int = 32,
                  hidden: Sequence[int] = (512, 256, 128), beta: float = 0.25, epochs: int = 300,
                  batch_size: int = 256, lr: float = 1e-3, kmeans_iters: int = 50, seed: int = 0,
-                 device: str | None = None, num_threads: int | None = 1) -> None:
+                 device: str | None = None, num_threads: int | None = 1, collab_weight: float = 0.1,
+                 collab_temperature: float = 0.1) -> None:
         self.n_levels = n_levels
         self.codebook_size = codebook_size
         self._sizes = level_sizes(n_levels, codebook_size)
@@ -163,18 +209,28 @@ class RQVAETokenizer(SIDTokenizer):
         self.seed = check_positive_int("seed", seed, minimum=0)
         self.device = device
         self.num_threads = None if num_threads is None else check_positive_int("num_threads", num_threads)
+        if not collab_weight >= 0:
+            raise ValueError(f"collab_weight must be >= 0; got {collab_weight!r}.")
+        if not collab_temperature > 0:
+            raise ValueError(f"collab_temperature must be > 0; got {collab_temperature!r}.")
+        self.collab_weight, self.collab_temperature = float(collab_weight), float(collab_temperature)
+        self._with_collab = False
 
     @property
     def codebook_sizes(self) -> tuple[int, ...]:
         return self._sizes
 
     def _settings(self) -> dict[str, Any]:
-        return {"codebook_sizes": list(self._sizes), "latent_dim": self.latent_dim,
-                "hidden": list(self.hidden), "beta": self.beta, "epochs": self.epochs,
-                "batch_size": self.batch_size, "lr": self.lr,
-                "optimizer": "adam", "kmeans_iters": self.kmeans_iters, "seed": self.seed}
+        settings = {"codebook_sizes": list(self._sizes), "latent_dim": self.latent_dim,
+                    "hidden": list(self.hidden), "beta": self.beta, "epochs": self.epochs,
+                    "batch_size": self.batch_size, "lr": self.lr,
+                    "optimizer": "adam", "kmeans_iters": self.kmeans_iters, "seed": self.seed}
+        if self._with_collab:  # only then, so plain RQ-VAE tables keep their fingerprints
+            settings.update(collab_weight=self.collab_weight, collab_temperature=self.collab_temperature)
+        return settings
 
-    def _fit_codes(self, items: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+    def _fit_codes(self, items: np.ndarray, collaborative: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, dict[str, Any]]:
         n = len(items)
         if n < max(self._sizes):
             raise ValueError(f"RQ-VAE needs at least as many items ({n}) as codes per level "
@@ -185,11 +241,13 @@ class RQVAETokenizer(SIDTokenizer):
         try:
             if self.num_threads is not None:
                 torch.set_num_threads(self.num_threads)
-            return self._train(items / self.scale_, device)
+            self._with_collab = collaborative is not None
+            return self._train(items / self.scale_, device, collaborative)
         finally:
             torch.set_num_threads(threads)
 
-    def _train(self, items: np.ndarray, device: torch.device) -> tuple[np.ndarray, dict[str, Any]]:
+    def _train(self, items: np.ndarray, device: torch.device, collaborative: np.ndarray | None = None
+               ) -> tuple[np.ndarray, dict[str, Any]]:
         n = len(items)
         with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             torch.manual_seed(self.seed)
@@ -201,32 +259,49 @@ class RQVAETokenizer(SIDTokenizer):
                 model.quantizer.kmeans_init(model.encoder(x[order[: self.batch_size]]),
                                             np.random.default_rng(self.seed), self.kmeans_iters)
                 self.init_usage_ = _usage(model.codes(x), self._sizes)
-            opt = torch.optim.Adam(model.parameters(), lr=self.lr)
-            history = []
+            params = list(model.parameters())
+            proj, cf = None, None
+            if collaborative is not None:
+                cf = torch.from_numpy(np.ascontiguousarray(collaborative, dtype=np.float32)).to(device)
+                proj = nn.Linear(self.latent_dim, cf.shape[1]).to(device)
+                params += list(proj.parameters())
+            opt = torch.optim.Adam(params, lr=self.lr)
+            history, collab_history = [], []
             for epoch in range(self.epochs):
                 if epoch:
                     order = torch.randperm(n, generator=gen).to(device)
-                total = 0.0
+                total, total_cf = 0.0, 0.0
                 for start in range(0, n, self.batch_size):
-                    xb = x[order[start:start + self.batch_size]]
-                    x_hat, _, q_loss = model(xb, self.beta)
+                    idx = order[start:start + self.batch_size]
+                    xb = x[idx]
+                    x_hat, _, q_loss, z_st = model.forward_latent(xb, self.beta)
                     loss = ((x_hat - xb) ** 2).sum(-1).mean() + q_loss
+                    if proj is not None:
+                        cf_loss = info_nce(proj(z_st), cf[idx], self.collab_temperature)
+                        loss = loss + self.collab_weight * cf_loss
+                        total_cf += float(cf_loss.detach()) * len(xb)
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
                     opt.step()
                     total += float(loss.detach()) * len(xb)
                 history.append(total / n)
+                if proj is not None:
+                    collab_history.append(total_cf / n)
             model = model.cpu().eval()
+            self.collab_proj_ = None if proj is None else proj.cpu().eval()
             with torch.no_grad():
                 x = x.cpu()
                 x_hat, codes, q_loss = model(x, self.beta)
                 recon = float(((x_hat - x) ** 2).sum(-1).mean()) * self.scale_ ** 2  # in input units
         self.model_ = model
         self.loss_history_ = history
+        self.collab_history_ = collab_history
         codes = codes.numpy().astype(np.int64)
+        extra = {"collab_loss_first_epoch": collab_history[0], "collab_loss_last_epoch": collab_history[-1]} \
+            if collab_history else {}
         return codes, {"init_usage": self.init_usage_, "loss_first_epoch": history[0] if history else None,
                        "loss_last_epoch": history[-1] if history else None, "reconstruction_mse": recon,
-                       "quantization_loss": float(q_loss), "input_scale": self.scale_}
+                       "quantization_loss": float(q_loss), "input_scale": self.scale_, **extra}
 
     def _encode(self, vectors: np.ndarray) -> np.ndarray:
         x = torch.from_numpy(vectors / self.scale_).float()
