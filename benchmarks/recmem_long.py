@@ -89,8 +89,8 @@ def build(name: str, data: str, n_items: int) -> tuple[Any, int, int | None]:
     spec = DATA[data]
     loss = {"loss_type": spec["loss_type"], "n_negatives": 256}
     if name == "RecMem":
-        model = RecMem(n_items, max_len=spec["long_len"], segment_len=SEGMENT, n_slots=SLOTS, bptt_segments=8,
-                       **COMMON, **loss)
+        model = RecMem(n_items, max_len=spec["long_len"], segment_len=SEGMENT, n_slots=SLOTS,
+                       bptt_segments=32, **COMMON, **loss)
         return model, spec["long_len"], None
     if name == "Full":
         return FullSASRec(n_items, max_len=spec["long_len"], **COMMON, **loss), spec["long_len"], None

@@ -124,10 +124,16 @@ class MemoryWriter(nn.Module):
         self.gate_max = gate_max
         self.state_queries = state_queries
 
-    def gate_and_write(self, memory: Tensor, tokens: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
-        """Gate ``g [B, M, d]`` and write ``w [B, M, d]`` for embedded segment tokens ``[B, S, d]``."""
+    def encode(self, tokens: Tensor, valid: Tensor) -> Tensor:
+        """``e = LN(Block(tokens))`` over embedded segment tokens ``[N, S, d]`` (bidirectional; pads hidden).
+
+        It does not read the memory, so a rollout encodes all its segments in one batched call.
+        """
         mask = valid[:, None, None, :] | torch.eye(tokens.shape[1], dtype=torch.bool, device=tokens.device)
-        enc = self.enc_norm(self.encoder(tokens, mask))
+        return self.enc_norm(self.encoder(tokens, mask))
+
+    def gate_and_write(self, memory: Tensor, enc: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+        """Gate ``g [B, M, d]`` and write ``w [B, M, d]`` for an encoded segment ``enc [B, S, d]``."""
         queries = self.slot_query.expand(memory.shape[0], -1, -1)
         if self.state_queries:
             normed = self.mem_norm(memory)
@@ -138,11 +144,15 @@ class MemoryWriter(nn.Module):
             gate_in = write
         return self.gate_max * torch.sigmoid(self.gate(gate_in)), write
 
-    def forward(self, memory: Tensor, tokens: Tensor, valid: Tensor) -> Tensor:
-        """The memory after folding one segment (unchanged for rows whose segment is empty)."""
-        gate, write = self.gate_and_write(memory, tokens, valid)
+    def step(self, memory: Tensor, enc: Tensor, valid: Tensor) -> Tensor:
+        """The memory after folding one encoded segment (unchanged for rows whose segment is empty)."""
+        gate, write = self.gate_and_write(memory, enc, valid)
         new = gated_update(memory, write, gate)
         return torch.where(valid.any(dim=1)[:, None, None], new, memory)
+
+    def forward(self, memory: Tensor, tokens: Tensor, valid: Tensor) -> Tensor:
+        """Fold one segment of embedded tokens ``[B, S, d]``: :meth:`encode` then :meth:`step`."""
+        return self.step(memory, self.encode(tokens, valid), valid)
 
 
 class RecMem(EmbeddingModel):
@@ -162,7 +172,9 @@ class RecMem(EmbeddingModel):
         bptt_segments: truncated backpropagation: gradients pass through at most this many folds
             (``None``: the whole window).
         gate_max: upper bound ``g_max < 1`` of the forget gate (the contraction constant, see above).
-        gate_bias: initial gate pre-activation (``sigmoid(2) = 0.88``: retain by default).
+        gate_bias: initial gate pre-activation: ``g = 0.99 * sigmoid(4) = 0.97`` at the start, so a write
+            still holds ~40% after 32 folds; with a short-retention start (``sigmoid(2)``: ~1% after 32
+            folds) truncated backpropagation never sees the long-range benefit of retaining.
         state_queries: slots query the segment with their current content (``True``) or with learned
             slot ids only (``False``, exact contraction ``rho = g_max``).
         loss_type: ``ce`` (full softmax) or ``sampled`` (sampled softmax, ``n_negatives`` negatives).
@@ -173,8 +185,8 @@ class RecMem(EmbeddingModel):
 
     def __init__(self, n_items: int, n_users: int = 0, max_len: int = 1024, segment_len: int = 32,
                  n_slots: int = 16, hidden: int = 64, n_layers: int = 2, n_heads: int = 2, inner: int = 256,
-                 dropout: float = 0.2, attn_dropout: float = 0.2, bptt_segments: int | None = 8,
-                 gate_max: float = 0.99, gate_bias: float = 2.0, state_queries: bool = True,
+                 dropout: float = 0.2, attn_dropout: float = 0.2, bptt_segments: int | None = 16,
+                 gate_max: float = 0.99, gate_bias: float = 4.0, state_queries: bool = True,
                  loss_type: Literal["ce", "sampled"] = "ce", n_negatives: int = 256, lr: float = 1e-3,
                  weight_decay: float = 0.0, optimizer: Literal["adam", "adamw"] = "adam") -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
@@ -243,15 +255,18 @@ class RecMem(EmbeddingModel):
         Returns the final memory and, with ``keep``, the memory *before* each segment ``[B, K, M, d]``.
         ``detach_every`` cuts the gradient every that many folds (truncated backpropagation).
         """
-        B, K, _ = segments.shape
+        B, K, S = segments.shape
         m = self.initial_memory(B) if memory is None else memory
+        valid = segments > 0
+        flat = segments.flatten(0, 1)
+        enc = self.writer.encode(self._embed(flat), flat > 0).view(B, K, S, self.item_emb.embedding_dim)
         before = []
         for t in range(K):
             if detach_every and t and t % detach_every == 0:
                 m = m.detach()
             if keep:
                 before.append(m)
-            m = self.fold(m, segments[:, t])
+            m = self.writer.step(m, enc[:, t], valid[:, t])
         return m, (torch.stack(before, dim=1) if keep else None)
 
     def decode(self, memory: Tensor, segment: Tensor) -> Tensor:

@@ -58,7 +58,7 @@ def test_fold_uses_the_gate_it_computes() -> None:
     memory = torch.randn(2, 2, 8)
     tokens = torch.randn(2, 5, 8)
     valid = torch.tensor([[True] * 5, [False] * 5])  # row 1: an empty segment
-    gate, write = writer.gate_and_write(memory, tokens, valid)
+    gate, write = writer.gate_and_write(memory, writer.encode(tokens, valid), valid)
     torch.testing.assert_close(gate, torch.full_like(gate, 0.6))
     new = writer(memory, tokens, valid)
     torch.testing.assert_close(new[0], 0.6 * memory[0] + 0.4 * write[0])
