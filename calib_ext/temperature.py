@@ -59,6 +59,9 @@ class TemperatureScaler:
         leaves inference mode and enables gradients for its own computation only.
         """
         with torch.inference_mode(False), torch.enable_grad():
+            # tensors made in inference mode cannot be saved for backward: work on normal copies
+            logits = logits.clone() if isinstance(logits, Tensor) else logits
+            labels = labels.clone() if isinstance(labels, Tensor) else labels
             return self._fit(logits, labels)
 
     def _fit(self, logits: Any, labels: Any) -> TemperatureScaler:

@@ -88,6 +88,6 @@ def test_fits_inside_inference_mode() -> None:
     """A Lightning test hook runs under torch.inference_mode; the fit must still get gradients."""
     true, y = _planted(5, n=2000)
     with torch.inference_mode():
-        logits = true * 2.0
+        logits, y = true * 2.0, y.clone()  # both inference tensors, as a Lightning test hook makes them
         scaler = TemperatureScaler().fit(logits, y)
     assert scaler.temperature_ == pytest.approx(2.0, rel=0.1)
