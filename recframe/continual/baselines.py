@@ -97,22 +97,34 @@ class ContinualLearner:
         self.settings = settings
         self.seed = seed
         self.progress = progress
-        torch.manual_seed(seed)
-        self.model = settings.build(data.n_items)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.model = settings.build(data.n_items)
+            self._torch_state = torch.random.get_rng_state()
         self._rng = np.random.default_rng(seed)
         self.stage_ = -1
 
     # ----------------------------------------------------------- the stage loop
     def fit_stage(self, t: int) -> None:
-        """Update the model on stage ``t`` (from the stage ``t - 1`` model)."""
+        """Update the model on stage ``t`` (from the stage ``t - 1`` model).
+
+        The learner owns its torch RNG stream (dropout, sampling): it is restored before and saved after the
+        update, so a learner's models depend on its seed alone, not on what ran before it in the process.
+        """
         if t != self.stage_ + 1:
-            raise ValueError(f"{self.name}: stages must be fitted in order; got stage {t} after {self.stage_}")
+            raise ValueError(f"{self.name}: stages are fitted in order; got stage {t} after {self.stage_}")
+        with torch.random.fork_rng(devices=[]):
+            torch.random.set_rng_state(self._torch_state)
+            self._fit_stage(t)
+            self._torch_state = torch.random.get_rng_state()
+        self.stage_ = t
+
+    def _fit_stage(self, t: int) -> None:
         self.before_stage(t)
         windows = self.training_windows(t)
         epochs = self.settings.base_epochs if t == 0 else self.settings.stage_epochs
         self.train_windows(windows, epochs, desc=f"{self.name} stage {t}")
         self.after_stage(t, windows)
-        self.stage_ = t
 
     def training_windows(self, t: int) -> SequenceWindows:
         """Windows whose targets stage ``t`` trains on (default: stage ``t``'s rows)."""
@@ -182,15 +194,12 @@ class FullRetrain(ContinualLearner):
 
     name = "full retrain"
 
-    def fit_stage(self, t: int) -> None:
-        if t != self.stage_ + 1:
-            raise ValueError(f"{self.name}: stages must be fitted in order; got stage {t} after {self.stage_}")
+    def _fit_stage(self, t: int) -> None:
         torch.manual_seed(self.seed + 1000 * t)
         self.model = self.settings.build(self.data.n_items)
         s = self.settings
         windows = self.data.stage_windows(t, s.max_len, s.window_stride, cumulative=True)
         self.train_windows(windows, s.base_epochs, desc=f"{self.name} stage {t}")
-        self.stage_ = t
 
 
 class ReservoirBuffer:
@@ -348,7 +357,7 @@ class EWC(ContinualLearner):
     name = "EWC"
 
     def __init__(self, data: StagedInteractions, settings: BackboneSettings, seed: int = 0,
-                 progress: bool = False, lam: float = 1000.0, gamma: float = 1.0) -> None:
+                 progress: bool = False, lam: float = 100000.0, gamma: float = 1.0) -> None:
         super().__init__(data, settings, seed, progress)
         if not lam >= 0 or not 0 <= gamma <= 1:
             raise ValueError(f"EWC needs lam >= 0 and 0 <= gamma <= 1, got lam={lam}, gamma={gamma}")

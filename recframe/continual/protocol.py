@@ -1,4 +1,4 @@
-"""The continual protocol: update at stage ``t``, test on stage ``t + 1``, average over stages, backward transfer.
+"""The continual protocol: update at stage t, test on stage t + 1, mean over stages, backward transfer.
 
 For ``t = 0 .. T - 2`` a learner (:mod:`recframe.continual.baselines`, :mod:`recframe.continual.vamirec`)
 updates its model on stage ``t`` starting from its stage ``t - 1`` model, and every score function it reports
@@ -51,7 +51,7 @@ def evaluate_stage(score_fn: ScoreFn, test: EvalSet, max_len: int, n_items: int,
                    ks: Sequence[int] = (10, 20), batch_size: int = 512) -> StageEval:
     """Full-ranking metrics of ``score_fn`` on ``test`` (known items masked), per user and averaged.
 
-    Metrics are ``recall`` and ``ndcg`` at ``ks`` (formulas: :func:`recframe.metrics.ranking.standard_metrics`).
+    Metrics are ``recall`` and ``ndcg`` at ``ks`` (:func:`recframe.metrics.ranking.standard_metrics`).
     """
     evaluator = FullRankingEvaluator(n_items, ks=ks, metrics=("recall", "ndcg"))
     names = [f"{m}@{k}" for m in ("recall", "ndcg") for k in evaluator.ks]

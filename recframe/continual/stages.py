@@ -128,7 +128,7 @@ class StagedInteractions:
         Earlier rows of the same user serve as context; no window reaches past the user's last stage-``t``
         row. ``cumulative=True`` counts the targets of every stage ``<= t`` (full retraining). Windows are cut
         from the end backwards exactly as :meth:`recframe.data.batches.SequenceWindows.build` cuts a whole
-        history (``stride`` apart, each counting its last ``stride`` targets), restricted to the counted range.
+        history (``stride`` apart, each counting its last ``stride`` targets), limited to the counted range.
         """
         first, end = self.stage_rows(t)
         if cumulative:
@@ -179,7 +179,7 @@ class StagedInteractions:
 
 def _windows(lo: np.ndarray, first: np.ndarray, end: np.ndarray, max_len: int, stride: int | None
              ) -> SequenceWindows:
-    """Windows over flat rows: per user, targets ``max(first, lo + 1) .. end - 1`` with context from ``lo``."""
+    """Windows over flat rows: per user, targets ``max(first, lo + 1) .. end - 1``, context from ``lo``."""
     stride = max_len if stride is None else int(stride)
     if not 1 <= stride <= max_len:
         raise ValueError(f"window stride must be in [1, max_len={max_len}], got {stride}")

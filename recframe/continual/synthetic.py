@@ -46,8 +46,11 @@ def make_shift_data(n_users: int = 300, n_items: int = 600, n_clusters: int = 6,
                          "per_stage >= 4")
     if not (0 <= shift_rate and 0 <= noise_rate and shift_rate + noise_rate <= 1):
         raise ValueError("shift_rate and noise_rate must be >= 0 with a sum <= 1")
-    rng = np.random.default_rng(seed)
     size = n_items // n_clusters
+    if per_stage * n_stages > size:
+        raise ValueError(f"a cluster has {size} items but a user draws per_stage * n_stages = "
+                         f"{per_stage * n_stages} distinct ones; raise n_items or lower per_stage")
+    rng = np.random.default_rng(seed)
     clusters = rng.permutation(n_items).reshape(n_clusters, size)
     pop = 1.0 / np.arange(1, size + 1)
     pop /= pop.sum()

@@ -35,10 +35,11 @@ Conservative action value (training time only)
     Labels at stage ``t`` come from the stage ``t - 1`` model **before** it is updated on stage ``t``, on the
     returning users of stage ``t``: history through stage ``t - 1``, look-ahead targets their stage-``t``
     rows, which that model never trained on. This is exactly the test situation one stage earlier (stage
-    ``t`` is training data by now; nothing of stage ``t + 1`` is read). We first tried cutting each stage-``t``
+    ``t`` is training data by now; nothing of stage ``t + 1`` is read). We first tried cutting each stage-t
     user's rows in half (more label users, also new ones) but a history ending mid-stage does not look like
     a history ending at a stage boundary, and the labels it gave were wrong for exactly the users whose
-    memory needs intervention. For every operation ``k`` and ``M`` MC-dropout passes ``j`` (dropout on, ``M = 8``),
+    memory needs intervention.
+    For every operation ``k`` and ``M`` MC-dropout passes ``j`` (dropout on, M = 8),
     ``L_k^j`` is the mean full-catalogue cross-entropy of the targets (known items masked) and
     ``G_k^j = L_keep^j - L_k^j`` the gain over keeping. The conservative value is
     ``V_k = mean_j G_k^j - lam * std_j G_k^j - c_k`` with intervention cost ``c_keep = 0`` and
@@ -57,7 +58,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -229,7 +229,7 @@ class VAMIRec(FineTune):
     def before_stage(self, t: int) -> None:
         if t == 0:
             return
-        # labels from the stage t-1 model on stage t's look-ahead; RNG forked so the backbone stays fine-tune's
+        # labels from the stage t-1 model on stage t's look-ahead; forked RNG: the backbone stays fine-tune's
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed * 7919 + t)
             feats, values = self.action_labels(self.lookahead(t))
