@@ -137,19 +137,27 @@ def evaluate(model: Any, dm: RecDataModule, stage: str, keep: np.ndarray) -> tup
 
 
 class BestOnValidation(L.Callback):
-    """Evaluate the kept users' validation Recall@50 after each epoch; keep the best weights."""
+    """After each epoch: validation Recall@50 on the kept users; on a new best, test that model and save it.
 
-    def __init__(self, dm: RecDataModule, keep: np.ndarray) -> None:
-        self.dm, self.keep = dm, keep
-        self.best: tuple[float, int, dict] | None = None
+    Saving at every new best means a run cut short (a time limit on a shared machine) still leaves the
+    result of the best epoch so far, marked with ``finished: false`` and the epochs it trained.
+    """
+
+    def __init__(self, dm: RecDataModule, keep: np.ndarray, publish: Any) -> None:
+        self.dm, self.keep, self.publish = dm, keep, publish
+        self.best: tuple[float, int] | None = None
         self.curve: list[dict[str, float]] = []
+        self.t0 = time.perf_counter()
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: Any) -> None:
+        train_s = time.perf_counter() - self.t0
         metrics, _ = evaluate(pl_module, self.dm, "valid", self.keep)
         self.curve.append({"epoch": trainer.current_epoch, **metrics})
         print(f"epoch {trainer.current_epoch}: valid recall@50 {metrics['recall@50']:.4f}", flush=True)
         if self.best is None or metrics["recall@50"] > self.best[0]:
-            self.best = (metrics["recall@50"], trainer.current_epoch, copy.deepcopy(pl_module.state_dict()))
+            self.best = (metrics["recall@50"], trainer.current_epoch)
+            self.publish(pl_module, self, train_s)
+        self.t0 += time.perf_counter() - self.t0 - train_s  # evaluation time is not training time
 
 
 def run_accuracy(data: str, name: str, seed: int, epochs: int | None) -> dict[str, Any]:
@@ -159,32 +167,37 @@ def run_accuracy(data: str, name: str, seed: int, epochs: int | None) -> dict[st
     model, max_len, stride = build(name, data, probe.n_items)
     dm = datamodule(data, max_len, stride)
     keep = long_users(dm, spec["min_interactions"])
-    best = BestOnValidation(dm, keep)
-    trainer = L.Trainer(max_epochs=epochs or spec["epochs"], logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                        limit_val_batches=0, callbacks=[best], deterministic=False)
-    t0 = time.perf_counter()
-    trainer.fit(model, dm)
-    train_s = time.perf_counter() - t0
-    model.load_state_dict(best.best[2])
-    if name == "RecMem":  # the stability part streams the trained model
-        hp = {k: v for k, v in model.hparams.items() if k not in ("n_items", "n_users")}
-        buf = io.BytesIO()
-        torch.save({"n_items": model.n_items, "hparams": hp, "state": model.state_dict()}, buf)
-        RUNS.mkdir(parents=True, exist_ok=True)
-        atomic_write(RUNS / f"model_{data}_RecMem_seed{seed}.pt", lambda fh: fh.write(buf.getvalue()))
-    test, ranks = evaluate(model, dm, "test", keep)
-    eval_dm = dm  # decoder-side tokens per prediction, averaged over the evaluated users' test histories
-    hist = eval_dm.eval_view("test").histories
+    max_epochs = epochs or spec["epochs"]
+    hist = dm.eval_view("test").histories  # decoder-side tokens per prediction over the evaluated users
     lengths = np.array([min(len(hist.of(u)), max_len) for u in np.flatnonzero(keep)])
     tokens = float(np.mean(np.minimum(lengths, BUDGET) if name == "Truncation" else
                            lengths if name == "Full" else
                            SLOTS + ((lengths - 1) % SEGMENT) + 1))
-    return {"data": data, "model": name, "seed": seed, "test": test, "best_epoch": best.best[1],
-            "valid_recall@50": best.best[0], "curve": best.curve, "train_seconds": train_s,
-            "epochs": trainer.current_epoch, "users": int(keep.sum()), "decoder_tokens": tokens,
-            "mean_history": float(lengths.mean()), "fingerprint": dm.fingerprint,
-            "ranks": {str(u): int(r) for u, r in ranks.items()}}
+    out: dict[str, Any] = {}
+
+    def publish(module: Any, cb: BestOnValidation, train_s: float, finished: bool = False) -> None:
+        test, ranks = evaluate(module, dm, "test", keep)
+        out.clear()
+        out.update({"data": data, "model": name, "seed": seed, "test": test, "best_epoch": cb.best[1],
+                    "valid_recall@50": cb.best[0], "curve": cb.curve, "train_seconds": train_s,
+                    "epochs_trained": len(cb.curve), "max_epochs": max_epochs, "finished": finished,
+                    "users": int(keep.sum()), "decoder_tokens": tokens, "mean_history": float(lengths.mean()),
+                    "fingerprint": dm.fingerprint, "ranks": {str(u): int(r) for u, r in ranks.items()}})
+        save(f"acc_{data}_{name}_seed{seed}", out)
+        if name == "RecMem":  # the stability part streams the trained model
+            hp = {k: v for k, v in module.hparams.items() if k not in ("n_items", "n_users")}
+            buf = io.BytesIO()
+            torch.save({"n_items": module.n_items, "hparams": hp, "state": module.state_dict()}, buf)
+            atomic_write(RUNS / f"model_{data}_RecMem_seed{seed}.pt", lambda fh: fh.write(buf.getvalue()))
+
+    best = BestOnValidation(dm, keep, publish)
+    trainer = L.Trainer(max_epochs=max_epochs, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+                        limit_val_batches=0, callbacks=[best], deterministic=False)
+    trainer.fit(model, dm)
+    out["finished"], out["curve"], out["epochs_trained"] = True, best.curve, len(best.curve)
+    save(f"acc_{data}_{name}_seed{seed}", out)
+    return out
 
 
 def save(name: str, payload: dict[str, Any]) -> Path:
@@ -366,8 +379,9 @@ def render() -> int:
         what = ("ML-100K users with >= 200 interactions" if data == "ml100k"
                 else "synthetic long histories (2,000-2,200 events, planted early theme)")
         md.append(f"### {what}: {users} evaluated users\n")
-        head = "| model | seeds | decoder tokens | " + " | ".join(f"Recall@{k}" for k in KS) + " | train s |"
-        md += [head, "|" + "---|" * (len(KS) + 4)]
+        head = ("| model | seeds | decoder tokens | " + " | ".join(f"Recall@{k}" for k in KS)
+                + " | train s | epochs trained (best) |")
+        md += [head, "|" + "---|" * (len(KS) + 5)]
         for model in ("Full", "Truncation", "RecMem"):
             rs = by_model.get(model)
             if not rs:
@@ -376,8 +390,11 @@ def render() -> int:
             for k in KS:
                 v = np.array([r["test"][f"recall@{k}"] for r in rs])
                 cells.append(f"{v.mean():.4f}" + (f" ± {v.std(ddof=1):.4f}" if len(v) > 1 else ""))
+            trained = ", ".join(f"{r['epochs_trained']}/{r['max_epochs']} ({r['best_epoch'] + 1})"
+                                + ("" if r["finished"] else " cut") for r in rs)
             md.append(f"| {model} | {len(rs)} | {np.mean([r['decoder_tokens'] for r in rs]):.1f} | "
-                      + " | ".join(cells) + f" | {np.mean([r['train_seconds'] for r in rs]):.0f} |")
+                      + " | ".join(cells) + f" | {np.mean([r['train_seconds'] for r in rs]):.0f} | "
+                      f"{trained} |")
         claims = []
         rec = by_model.get("RecMem")
         ranks = {m: _ranks(rs) for m, rs in by_model.items()}
@@ -478,7 +495,6 @@ def main(argv: list[str] | None = None) -> int:
         for seed in ns.seeds:
             for model in ns.models:
                 res = run_accuracy(ns.data, model, seed, ns.epochs)
-                save(f"acc_{ns.data}_{model}_seed{seed}", res)
                 scores = ", ".join(f"R@{k} {res['test'][f'recall@{k}']:.4f}" for k in KS)
                 print(f"{ns.data} {model} seed {seed}: {scores} ({res['train_seconds']:.0f} s)")
     elif ns.part == "stability":
