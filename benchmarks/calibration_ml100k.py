@@ -243,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
             if ns.max_time:
                 extra += ["--trainer.max_time", ns.max_time]
             run = fit_and_test(ns.config, extra)
+            if not run["best_checkpoint"]:
+                raise SystemExit(f"seed {seed}: no validation epoch finished within max_time, so there is no "
+                                 "best-validation checkpoint; raise --max-time (loaded machine) and rerun")
             ckpts[f"seed{seed}"] = run["best_checkpoint"]
             trained[f"seed{seed}"] = {k: run[k] for k in ("train_seconds", "epochs", "best_checkpoint_epoch",
                                                           "data_fingerprint", "seed", "config")}
