@@ -136,3 +136,36 @@ def test_recommender_serves_a_checkpoint_written_with_the_former_trierec_flag(tm
     assert [type(a) for a in old_rec.model.backbone.addons] == [TrieRec]
     users = list(new_rec.user_ids[1:6])
     assert old_rec.recommend(users=users, k=5).items == new_rec.recommend(users=users, k=5).items
+
+
+def test_tokenizer_inputs_collaborative_hybrid_and_regularised(tmp_path: Path) -> None:
+    """Collaborative, hybrid and LETTER-regularised IDs from a collaborative item table (.npy), with errors."""
+    import numpy as np
+
+    from recframe.data.datamodule import RecDataModule
+    from recframe.tokenizers import RQVAETokenizer
+
+    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split="loo", max_len=10)
+    dm.setup("fit")
+    table = np.random.default_rng(0).normal(size=(dm.n_items + 1, 8)).astype(np.float32)
+    table[0] = 0
+    np.save(tmp_path / "items.npy", table)
+    small = {"n_levels": 2, "codebook_size": 8}
+    collab = TIGER(n_items=dm.n_items, tokenizer=RQKMeansTokenizer(**small), features="collaborative",
+                   collaborative=str(tmp_path / "items.npy"), dim=16, n_heads=2, inner=32)
+    np.testing.assert_array_equal(collab.item_matrix(dm.split.train), table)
+    hybrid = TIGER(n_items=dm.n_items, tokenizer=RQKMeansTokenizer(**small), features="hybrid",
+                   collaborative=str(tmp_path / "items.npy"), collab_weight=0.25)
+    matrix = hybrid.item_matrix(dm.split.train)
+    assert matrix.shape[1] > table.shape[1]  # content block + collaborative block
+    np.testing.assert_allclose(np.linalg.norm(matrix[1:, -8:], axis=1), 0.5, atol=1e-5)  # sqrt(0.25)
+    regularised = TIGER(n_items=dm.n_items, tokenizer=RQVAETokenizer(**small, epochs=2, collab_weight=0.5),
+                        features="regularised", collaborative=str(tmp_path / "items.npy"), dim=16, n_heads=2,
+                        inner=32)
+    regularised.bind_data(dm.split.train)
+    assert regularised.tokenizer.collaborative_fingerprint_ is not None
+    with pytest.raises(ValueError, match="needs a tokenizer that learns from a collaborative matrix"):
+        TIGER(n_items=dm.n_items, tokenizer=RQKMeansTokenizer(**small), features="regularised",
+              collaborative=str(tmp_path / "items.npy")).bind_data(dm.split.train)
+    with pytest.raises(ValueError, match="needs model.init_args.collaborative"):
+        TIGER(n_items=dm.n_items, features="collaborative")

@@ -68,7 +68,9 @@ class GenerativeRecModel(RecModel):
             fallback features), ``collaborative`` (the item table of a trained collaborative model, see
             ``collaborative``) or ``hybrid`` (text and collaborative blocks, each L2-normalised, concatenated
             with squared-norm shares ``1 - collab_weight`` : ``collab_weight``;
-            :func:`recframe.features.hybrid_item_features`). Text-only IDs remain the option for catalogues
+            :func:`recframe.features.hybrid_item_features`) or ``regularised`` (text, quantised by a tokenizer
+            that regularises its codes toward the collaborative table: LETTER's collaborative InfoNCE in
+            :class:`~recframe.tokenizers.RQVAETokenizer`). Text-only IDs remain the option for catalogues
             with cold-start items, which a collaborative table cannot place.
         collaborative: for ``collaborative``/``hybrid``: a recframe config (e.g.
             ``configs/sasrec_ml100k.yaml``) whose model is trained on this run's training split, best
@@ -115,7 +117,7 @@ class GenerativeRecModel(RecModel):
         n_items: int,
         n_users: int = 0,
         tokenizer: SIDTokenizer | None = None,
-        features: Literal["text", "none", "collaborative", "hybrid"] = "text",
+        features: Literal["text", "none", "collaborative", "hybrid", "regularised"] = "text",
         collaborative: str | None = None,
         collaborative_seed: int = 0,
         collab_weight: float = 0.5,
@@ -142,7 +144,7 @@ class GenerativeRecModel(RecModel):
         self.hparams["addons"] = [a.spec() for a in self.addon_list]
         self.tokenizer = tokenizer
         self.features = features
-        if features in ("collaborative", "hybrid") and not collaborative:
+        if features in ("collaborative", "hybrid", "regularised") and not collaborative:
             raise ValueError(f"model.init_args.features={features!r} needs model.init_args.collaborative: "
                              "a recframe config of a collaborative model (e.g. configs/sasrec_ml100k.yaml) "
                              "or a .npy item table.")
@@ -182,7 +184,14 @@ class GenerativeRecModel(RecModel):
                 f"{type(self).__name__} needs item content features, but dataset "
                 f"{train.name!r} has none (titles/genres); use a dataset with item features."
             )
-        table = self.tokenizer.fit(self.item_matrix(train))
+        if self.features == "regularised":  # text codes pulled toward the collaborative table (LETTER)
+            if not self.tokenizer.accepts_collaborative:
+                raise ValueError("model.init_args.features='regularised' needs a tokenizer that learns from "
+                                 "a collaborative matrix (recframe.tokenizers.RQVAETokenizer with "
+                                 f"collab_weight > 0); {type(self.tokenizer).__name__} does not.")
+            table = self.tokenizer.fit(self.item_matrix(train), collaborative=self.collaborative_table(train))
+        else:
+            table = self.tokenizer.fit(self.item_matrix(train))
         logger.info("semantic IDs: %s", table.stats)
         self.sid_table_state = table.state_dict()
         self._build(np.asarray(table.codes), tuple(table.codebook_sizes))
@@ -191,9 +200,20 @@ class GenerativeRecModel(RecModel):
         """What the tokenizer quantises, ``[n_items + 1, d]`` (see ``features``)."""
         from recframe.features import item_content_features
 
-        if self.features in ("text", "none"):
+        if self.features in ("text", "none", "regularised"):
             return item_content_features(
-                train.item_features, encoder="all-MiniLM-L6-v2" if self.features == "text" else "none")
+                train.item_features, encoder="none" if self.features == "none" else "all-MiniLM-L6-v2")
+        collab = self.collaborative_table(train)
+        if self.features == "collaborative":
+            return np.asarray(collab, dtype=np.float32)
+        from recframe.features.collaborative import hybrid_item_features
+
+        text = item_content_features(train.item_features, encoder="all-MiniLM-L6-v2")
+        return hybrid_item_features(text, collab, collab_weight=self.collab_weight)
+
+    def collaborative_table(self, train: Any) -> np.ndarray:
+        """The collaborative item table ``[n_items + 1, d]`` named by ``collaborative`` (a config, run and
+        cached, or a ``.npy`` file)."""
         if str(self.collaborative).endswith(".npy"):
             collab = np.load(self.collaborative)
         else:
@@ -203,12 +223,7 @@ class GenerativeRecModel(RecModel):
         if collab.shape[0] != self.n_items + 1:
             raise ValueError(f"model.init_args.collaborative ({self.collaborative}) has "
                              f"{collab.shape[0] - 1} items but the data {self.n_items}.")
-        if self.features == "collaborative":
-            return np.asarray(collab, dtype=np.float32)
-        from recframe.features.collaborative import hybrid_item_features
-
-        text = item_content_features(train.item_features, encoder="all-MiniLM-L6-v2")
-        return hybrid_item_features(text, collab, collab_weight=self.collab_weight)
+        return collab
 
     def build_backbone(self, codes: np.ndarray, codebook_sizes: tuple[int, ...]) -> None:
         """Build the backbone on a given SID table ``[n_items + 1, L]`` (what :meth:`bind_data` does after
