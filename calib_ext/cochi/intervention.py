@@ -55,7 +55,7 @@ from scipy.optimize import minimize_scalar
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from calib_ext.cochi.attribution import Head, all_heads, head_effects
+from calib_ext.cochi.attribution import Head, all_heads, head_effects, head_gradient_effects
 from calib_ext.cochi.patterns import CODE, Pattern, classify, confidence_threshold, counts, predictions
 from calib_ext.cochi.tasks import LogitTask, collect
 from calib_ext.metrics import masked_logits, nll
@@ -89,6 +89,8 @@ class CoCHI:
         scale_bounds: the interval the scales are searched in.
         xatol: absolute tolerance of each Brent search.
         sweeps: coordinate passes for ``scales="per_head"``.
+        attribution: ``"ablation"`` (exact, one pass per head; default) or ``"gradient"`` (first-order, one
+            forward/backward for all heads; :mod:`calib_ext.cochi.attribution`).
         progress: show progress bars.
     """
 
@@ -96,7 +98,11 @@ class CoCHI:
                  max_heads: int = 8, sizes: Sequence[int] | None = None,
                  scales: Literal["shared", "per_head"] = "shared",
                  scale_bounds: tuple[float, float] = (0.0, 2.0),
-                 xatol: float = 1e-3, sweeps: int = 2, progress: bool = True) -> None:
+                 xatol: float = 1e-3, sweeps: int = 2,
+                 attribution: Literal["ablation", "gradient"] = "ablation", progress: bool = True) -> None:
+        if attribution not in ("ablation", "gradient"):
+            raise ValueError(f"CoCHI: attribution must be 'ablation' or 'gradient', got {attribution!r}")
+        self.attribution = attribution
         if scales not in ("shared", "per_head"):
             raise ValueError(f"CoCHI: scales must be 'shared' or 'per_head', got {scales!r}")
         lo, hi = (float(b) for b in scale_bounds)
@@ -121,7 +127,10 @@ class CoCHI:
         codes = classify(logits, labels, self.threshold_)
         self.pattern_counts_ = counts(codes)
         self.heads_ = [(str(s), int(h)) for s, h in (self.heads or all_heads(model))]
-        eff = head_effects(model, val_data, self.heads_, yhat, codes, self.progress, clean_logits=logits)
+        if self.attribution == "gradient":
+            eff = head_gradient_effects(model, val_data, self.heads_, yhat, codes, self.progress)
+        else:
+            eff = head_effects(model, val_data, self.heads_, yhat, codes, self.progress, clean_logits=logits)
         self.effects_, self.log_effects_ = eff["effect"], eff["log_effect"]
         wc = np.nan_to_num(self.log_effects_[Pattern.WRONG_CONFIDENT.value], nan=0.0)
         cc = np.nan_to_num(self.log_effects_[Pattern.CORRECT_CONFIDENT.value], nan=0.0)

@@ -130,9 +130,13 @@ class MultipleChoiceTask(LogitTask):
             yield self.questions[start:start + self.batch_size]
 
     def _embed(self, model: Any, texts: list[str]) -> Tensor:
-        out = model.encode(texts, batch_size=self.batch_size, convert_to_tensor=True,
-                           normalize_embeddings=True, show_progress_bar=False)
-        return out.to(torch.float64)
+        """Unit-norm sentence embeddings by the model's own forward pass (``SentenceTransformer.encode`` runs
+        under ``inference_mode``, which would rule out gradient attribution)."""
+        prepare = getattr(model, "preprocess", None) or model.tokenize
+        device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        features = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in prepare(texts).items()}
+        out = model(features)["sentence_embedding"]
+        return torch.nn.functional.normalize(out.to(torch.float64), dim=-1)
 
     def logits(self, model: nn.Module, batch: list[Question]) -> Tensor:
         names = sorted({o for q in batch for o in q.options})

@@ -236,12 +236,14 @@ def test_genre_questions_have_one_right_option_each() -> None:
 def test_multiple_choice_logits_are_scaled_cosines() -> None:
     from calib_ext.cochi.multiple_choice import MultipleChoiceTask, Question
 
-    class Fake(nn.Module):  # "encodes" a text as a fixed vector, like SentenceTransformer.encode
+    class Fake(nn.Module):  # "encodes" a text as a fixed vector, with SentenceTransformer's interface
         table = {"a x movie": [1.0, 0.0], "a y movie": [0.0, 2.0], "q1": [3.0, 4.0], "q2": [1.0, 1.0]}
 
-        def encode(self, texts, normalize_embeddings=True, **_) -> Tensor:
-            v = torch.tensor([self.table[t] for t in texts])
-            return v / v.norm(dim=1, keepdim=True) if normalize_embeddings else v
+        def tokenize(self, texts: list[str]) -> dict[str, Tensor]:
+            return {"vectors": torch.tensor([self.table[t] for t in texts])}
+
+        def forward(self, features: dict[str, Tensor]) -> dict[str, Tensor]:
+            return {"sentence_embedding": features["vectors"]}
 
     qs = [Question(1, "q1", ("x", "y"), 1), Question(2, "q2", ("y", "x"), 0)]
     logits, labels = collect(Fake(), MultipleChoiceTask(qs, scale=10.0))
@@ -279,3 +281,33 @@ def test_the_callback_reports_after_fit_and_leaves_the_model_unchanged(tmp_path)
     assert sum(report["cochi"]["pattern_counts"].values()) == len(dm.eval_view("valid"))
     assert all(torch.equal(v, weights[k]) for k, v in model.state_dict().items())
     assert all(b.attn.head_hook is None for b in model.blocks)
+
+
+def test_gradient_attribution_is_the_first_order_ablation_effect() -> None:
+    # Planted logits are linear in each head's gate g, z = z_rest + g z_h, so the slope at g = 1 is exactly
+    # d/dg log p = z_h[yhat] - E_p[z_h]; checked against finite differences of scale_heads
+    from calib_ext.cochi.attribution import head_effects, head_gradient_effects, predicted_log_prob
+    from recframe.heads import scale_heads
+
+    model = Planted().eval()
+    task = TensorTask(*planted_data(400, 6), batch_size=128)
+    logits, labels = collect(model, task)
+    yhat, conf = predictions(logits)
+    codes = classify(logits, labels, confidence_threshold(conf, yhat == labels))
+    heads = all_heads(model)
+    grad = head_gradient_effects(model, task, heads, yhat, codes, progress=False)
+    eps = 1e-4
+    for j, head in enumerate(heads):
+        with scale_heads(model, {head: 1 - eps}):
+            lo = predicted_log_prob(collect(model, task)[0], yhat)
+        with scale_heads(model, {head: 1 + eps}):
+            hi = predicted_log_prob(collect(model, task)[0], yhat)
+        slope = (hi - lo) / (2 * eps)
+        for code, p in enumerate(["CC", "CU", "WC", "WU"]):
+            sel = codes == code
+            assert grad["log_effect"][p][j] == pytest.approx(float(slope[sel].mean()), rel=1e-3, abs=1e-4)
+    # and it ranks the planted trap head first among the overconfident errors, as exact ablation does
+    exact = head_effects(model, task, heads, yhat, codes, progress=False)
+    assert int(grad["log_effect"]["WC"].argmax()) == int(exact["log_effect"]["WC"].argmax()) == 1
+    cochi = CoCHI(attribution="gradient", progress=False).fit(model, task)
+    assert cochi.selected_heads_ == [("attn", 1)]
