@@ -211,6 +211,17 @@ TITLES = {"sasrec": "SASRec on ML-100K (leave-one-out, full ranking, seen items 
 ERROR_NAMES = {"wrong_top1": "wrong top-1", "miss@10": "miss@10", "miss@3": "miss@3"}
 
 
+def effects_share(runs: list[dict[str, Any]]) -> str:
+    """" Share of ... spent on the effects" sentence, when the runs recorded it."""
+    keys = ("semantic_divergence", "eed")
+    if not all(f"{k}_effects" in r["seconds"] for r in runs for k in keys):
+        return ""
+    share = {k: np.mean([r["seconds"][f"{k}_effects"] / r["seconds"][k] for r in runs]) for k in keys}
+    return (f" The per-item intervention effects (one forward pass per history item) take "
+            f"{100 * share['semantic_divergence']:.0f} % of Semantic Divergence's pipeline and "
+            f"{100 * share['eed']:.0f} % of EED's.")
+
+
 def render(runs: list[dict[str, Any]], differences: dict[str, Any], command: str,
            errors: tuple[str, ...] = ERRORS) -> str:
     """The markdown tables: AUROC and time per score, AUROC differences, and one row per seed."""
@@ -236,11 +247,11 @@ def render(runs: list[dict[str, Any]], differences: dict[str, Any], command: str
         cells = []
         for err in errors:
             vals = [r["auroc"][err][score] for r in runs]
-            cells.append(f"{np.mean(vals):.3f} ± {np.std(vals):.3f}")
+            cells.append(f"{np.mean(vals):.3f} ± {np.std(vals):.3f}" if len(vals) > 1 else f"{vals[0]:.3f}")
         lines.append(f"| {shown} | {' | '.join(cells)} | {ms(score)} |")
     sd_ms, eed_ms = (np.mean([r["ms_per_example"][s] for r in runs]) for s in ("semantic_divergence", "eed"))
     lines += ["", f"EED time / Semantic Divergence time: {eed_ms / sd_ms:.2f} "
-              f"(EED {100 * (1 - eed_ms / sd_ms):+.0f} % faster).", "",
+              f"(EED {100 * (1 - eed_ms / sd_ms):+.0f} % faster)." + effects_share(runs), "",
               f"Differences of AUROC (mean over {what}, 95 % per-{unit} paired bootstrap interval):", "",
               f"| difference | {' | '.join(ERROR_NAMES[e] for e in errors)} |", f"|---|{rule}"]
     for key, row in differences.items():

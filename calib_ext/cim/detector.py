@@ -53,7 +53,7 @@ class CIMScores:
         scores: ``{score name: float [N]}`` (higher = more uncertain).
         errors: ``{error name: bool [N]}``.
         seconds: wall seconds of each pipeline (``baseline``, ``semantic_divergence``, ``eed``) over all
-            inputs.
+            inputs, and of the intervention effects inside the two CIM pipelines (``*_effects``).
         n: number of inputs.
     """
 
@@ -124,7 +124,8 @@ class CIMDetector:
             raise RuntimeError("CIMDetector is not fitted; call fit(adapter) before score(...).")
         out: dict[str, list[Tensor]] = {}
         errs: dict[str, list[Tensor]] = {}
-        secs = {"baseline": 0.0, "semantic_divergence": 0.0, "eed": 0.0}
+        secs = {"baseline": 0.0, "semantic_divergence": 0.0, "eed": 0.0, "semantic_divergence_effects": 0.0,
+                "eed_effects": 0.0}
         n = 0
         with torch.inference_mode():
             for batch in tqdm(batches, total=total, desc="CIM", disable=not self.progress, leave=False):
@@ -152,8 +153,10 @@ class CIMDetector:
         emb = adapter.embed(batch)
         lp = adapter.log_probs(batch, emb)
         parts = adapter.parts(batch)
+        t_eff = time.perf_counter()
         eff = intervention_effects(adapter, batch, "distribution", base_embedding=emb, base_log_probs=lp,
                                    chunk_size=self.chunk_size)
+        secs["semantic_divergence_effects"] += time.perf_counter() - t_eff
         views = [adapter.embed(batch, keep) for keep in focused_views(eff, parts, self.keep_fractions,
                                                                       self.min_keep)]
         sd = torch.stack([semantic_divergence(lp, adapter.log_probs(batch, v), self.clusters_)
@@ -168,8 +171,10 @@ class CIMDetector:
         t = time.perf_counter()
         emb = adapter.embed(batch)
         parts = adapter.parts(batch)
+        t_eff = time.perf_counter()
         eff = intervention_effects(adapter, batch, "embedding", base_embedding=emb,
                                    chunk_size=self.chunk_size)
+        secs["eed_effects"] += time.perf_counter() - t_eff
         views = [adapter.embed(batch, keep) for keep in focused_views(eff, parts, self.keep_fractions,
                                                                       self.min_keep)]
         res["eed"] = expected_embedding_drift(emb, views)

@@ -16,8 +16,9 @@ Errors: ``wrong_top1`` (the top option is not a correct one; an input may have s
 ``miss@K`` (no correct option in the top ``K``).
 
 :func:`genre_questions` builds the task used in the benchmark from ML-100K metadata: the question is a movie's
-title, the options are ``"<genre> movie"`` (e.g. ``"Film-Noir movie"``) for the 18 genres (``unknown`` dropped), the correct options are
-the movie's genres.
+title, the options are ``"<genre> movie"`` (e.g. ``"Film-Noir movie"``) for the 18 genres (``unknown``
+dropped), the correct options are the movie's genres. No question prompt is added ("which genre is ...?" would
+add the same tokens to every question): the title's tokens are all the parts.
 """
 
 from __future__ import annotations
