@@ -42,8 +42,13 @@ __all__ = ["BenchmarkConfig", "run_benchmark", "render_markdown", "DEFAULT_BASEL
 logger = logging.getLogger("recframe.conversational")
 
 DEFAULT_BASELINES: tuple[dict[str, Any], ...] = (
-    {"name": "popularity"}, {"name": "bm25"}, {"name": "dense"}, {"name": "synthesis"},
-    {"name": "rejection_aware", "base": "dense"}, {"name": "rejection_aware", "base": "bm25"})
+    {"name": "popularity"},
+    {"name": "bm25"},
+    {"name": "dense"},
+    {"name": "synthesis"},
+    {"name": "rejection_aware", "base": "dense"},
+    {"name": "rejection_aware", "base": "bm25"},
+)
 USES_ENCODER = {"dense", "synthesis"}
 
 
@@ -65,7 +70,9 @@ class BenchmarkConfig:
 
 def _settings(spec: dict[str, Any], cfg: BenchmarkConfig) -> dict[str, Any]:
     settings = {k: v for k, v in spec.items() if k != "name"}
-    uses = spec["name"] in USES_ENCODER or (spec["name"] == "rejection_aware" and settings.get("base", "dense") == "dense")
+    uses = spec["name"] in USES_ENCODER or (
+        spec["name"] == "rejection_aware" and settings.get("base", "dense") == "dense"
+    )
     if uses:
         settings.setdefault("encoder", cfg.encoder)
         settings.setdefault("cache_dir", cfg.cache_dir)
@@ -83,7 +90,8 @@ def _benchmarks(cfg: BenchmarkConfig) -> list[tuple[str, Release, GroundTruth | 
 
 
 def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
-    """Run every baseline on every benchmark of ``cfg``; the JSON-ready payload (see :func:`render_markdown`)."""
+    """Run every baseline on every benchmark of ``cfg``; returns the JSON-ready payload
+    (rendered by :func:`render_markdown`)."""
     names = all_metric_names(cfg.ks)
     pooled: dict[str, dict[str, list[np.ndarray]]] = {}
     seed_means: dict[str, dict[str, list[float]]] = {}
@@ -95,14 +103,22 @@ def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
     for label, release, truth in _benchmarks(cfg):
         points = evaluation_points(release)
         catalog = Catalog.from_release(release)
-        sizes.append({"benchmark": label, "dialogues": len(release.dialogues), "pois": len(release.pois),
-                      "reviews": len(release.reviews), "evaluation_points": len(points),
-                      "after_rejection": sum(p.context.after_rejection for p in points)})
+        sizes.append(
+            {
+                "benchmark": label,
+                "dialogues": len(release.dialogues),
+                "pois": len(release.pois),
+                "reviews": len(release.reviews),
+                "evaluation_points": len(points),
+                "after_rejection": sum(p.context.after_rejection for p in points),
+            }
+        )
         logger.info("%s: %s", label, sizes[-1])
         for spec in cfg.baselines:
             system = build_system(spec["name"], **_settings(spec, cfg))
-            run = run_system(system, release, points, catalog=catalog, ks=cfg.ks, cap=cfg.cap,
-                             progress=cfg.progress)
+            run = run_system(
+                system, release, points, catalog=catalog, ks=cfg.ks, cap=cfg.cap, progress=cfg.progress
+            )
             values = per_dialogue(run.metrics, points, len(release.dialogues), names)
             for m in names:
                 pooled.setdefault(run.name, {}).setdefault(m, []).append(values[m])
@@ -110,8 +126,10 @@ def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
             seconds[run.name] = seconds.get(run.name, 0.0) + run.seconds
             if truth is not None:
                 sys_gs.setdefault(run.name, []).extend(m["grounding_score"] for m in run.metrics)
-                sys_pc.setdefault(run.name, []).extend(planted_correctness(p, pt.context, release, truth)
-                                                       for p, pt in zip(run.predictions, points))
+                sys_pc.setdefault(run.name, []).extend(
+                    planted_correctness(p, pt.context, release, truth)
+                    for p, pt in zip(run.predictions, points)
+                )
         if truth is not None:
             study = probe_study(release, truth, points)
             probe_gs.append(study["grounding_score"])
@@ -120,39 +138,79 @@ def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
             kinds.append(study["kind_accepted"])
     systems = list(pooled)
     values = {s: {m: np.concatenate(pooled[s][m]) for m in names} for s in systems}
-    table = {s: {m: {"mean": float(np.nanmean(values[s][m])) if np.isfinite(values[s][m]).any() else math.nan,
-                     "seed_min": float(np.nanmin(seed_means[s][m])), "seed_max": float(np.nanmax(seed_means[s][m])),
-                     "dialogues": int(np.isfinite(values[s][m]).sum())}
-                 for m in names} for s in systems}
+    table = {
+        s: {
+            m: {
+                "mean": float(np.nanmean(values[s][m])) if np.isfinite(values[s][m]).any() else math.nan,
+                "seed_min": float(np.nanmin(seed_means[s][m])),
+                "seed_max": float(np.nanmax(seed_means[s][m])),
+                "dialogues": int(np.isfinite(values[s][m]).sum()),
+            }
+            for m in names
+        }
+        for s in systems
+    }
     tests = []
     for family, metrics in metric_names(cfg.ks).items():
         for m in metrics:
             sign = -1.0 if m in LOWER_IS_BETTER else 1.0
-            best = max(systems, key=lambda s, m=m: sign * table[s][m]["mean"]
-                       if math.isfinite(table[s][m]["mean"]) else -math.inf)
+            best = max(
+                systems,
+                key=lambda s, m=m: (
+                    sign * table[s][m]["mean"] if math.isfinite(table[s][m]["mean"]) else -math.inf
+                ),
+            )
             for other in systems:
                 if other == best:
                     continue
                 t = paired_ttest(values[best][m], values[other][m])
                 ci = paired_bootstrap(values[best][m], values[other][m], cfg.bootstrap_samples)
-                tests.append({"family": family, "metric": m, "best": best, "other": other, **t, "ci95": ci,
-                              "significant": bool(ci[0] > 0 or ci[1] < 0)})
+                tests.append(
+                    {
+                        "family": family,
+                        "metric": m,
+                        "best": best,
+                        "other": other,
+                        **t,
+                        "ci95": ci,
+                        "significant": bool(ci[0] > 0 or ci[1] < 0),
+                    }
+                )
     agreement: dict[str, Any] = {}
     if probe_gs:
         gs, frac, prec = np.concatenate(probe_gs), np.concatenate(probe_frac), np.concatenate(probe_prec)
-        agreement["probes"] = {"grounding_score": spearman(gs, frac), "citation_precision": spearman(prec, frac)}
-        agreement["kind_accepted"] = {k: float(np.mean([d[k] for d in kinds if k in d]))
-                                      for k in sorted({k for d in kinds for k in d})}
+        agreement["probes"] = {
+            "grounding_score": spearman(gs, frac),
+            "citation_precision": spearman(prec, frac),
+        }
+        agreement["kind_accepted"] = {
+            k: float(np.mean([d[k] for d in kinds if k in d])) for k in sorted({k for d in kinds for k in d})
+        }
         for s in systems:
             if sys_gs.get(s):
                 agreement[s] = spearman(np.array(sys_gs[s]), np.array(sys_pc[s]))
-                agreement[s]["planted_precision"] = float(np.nanmean(sys_pc[s])) if np.isfinite(sys_pc[s]).any() \
-                    else math.nan
-    return {"benchmarks": sizes, "families": metric_names(cfg.ks), "table": table, "tests": tests,
-            "grounding_agreement": agreement, "seconds": seconds, "systems": systems,
-            "config": {"release": cfg.release, "generator": cfg.generator.__dict__, "seeds": list(cfg.seeds),
-                       "baselines": list(cfg.baselines), "ks": list(cfg.ks), "cap": cfg.cap,
-                       "encoder": cfg.encoder, "bootstrap_samples": cfg.bootstrap_samples}}
+                agreement[s]["planted_precision"] = (
+                    float(np.nanmean(sys_pc[s])) if np.isfinite(sys_pc[s]).any() else math.nan
+                )
+    return {
+        "benchmarks": sizes,
+        "families": metric_names(cfg.ks),
+        "table": table,
+        "tests": tests,
+        "grounding_agreement": agreement,
+        "seconds": seconds,
+        "systems": systems,
+        "config": {
+            "release": cfg.release,
+            "generator": cfg.generator.__dict__,
+            "seeds": list(cfg.seeds),
+            "baselines": list(cfg.baselines),
+            "ks": list(cfg.ks),
+            "cap": cfg.cap,
+            "encoder": cfg.encoder,
+            "bootstrap_samples": cfg.bootstrap_samples,
+        },
+    }
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -171,14 +229,21 @@ def render_markdown(payload: dict[str, Any]) -> str:
     systems = payload["systems"]
     table = payload["table"]
     n_dlg = sum(s["dialogues"] for s in sizes)
-    lines = [f"TRACE-style benchmark: {len(sizes)} benchmark(s) ({', '.join(s['benchmark'] for s in sizes)}), "
-             f"{n_dlg} dialogues, {sum(s['evaluation_points'] for s in sizes)} evaluation points "
-             f"({sum(s['after_rejection'] for s in sizes)} right after a rejection), "
-             f"{sizes[0]['pois']} POIs and {sizes[0]['reviews']} reviews each. Values: mean over dialogues"
-             + (" (range of the per-seed means)." if len(sizes) > 1 else "."), ""]
+    lines = [
+        f"TRACE-style benchmark: {len(sizes)} benchmark(s) ({', '.join(s['benchmark'] for s in sizes)}), "
+        f"{n_dlg} dialogues, {sum(s['evaluation_points'] for s in sizes)} evaluation points "
+        f"({sum(s['after_rejection'] for s in sizes)} right after a rejection), "
+        f"{sizes[0]['pois']} POIs and {sizes[0]['reviews']} reviews each. Values: mean over dialogues"
+        + (" (range of the per-seed means)." if len(sizes) > 1 else "."),
+        "",
+    ]
     for family, metrics in payload["families"].items():
-        lines += [f"**{family}**", "", "| system | " + " | ".join(metrics) + " |",
-                  "|---" * (len(metrics) + 1) + "|"]
+        lines += [
+            f"**{family}**",
+            "",
+            "| system | " + " | ".join(metrics) + " |",
+            "|---" * (len(metrics) + 1) + "|",
+        ]
         for s in systems:
             cells = []
             for m in metrics:
@@ -187,34 +252,54 @@ def render_markdown(payload: dict[str, Any]) -> str:
                 cells.append(_f(v["mean"]) + rng)
             lines.append(f"| {s} | " + " | ".join(cells) + " |")
         lines.append("")
-    lines += ["**Paired tests**: for each metric the best system against each other one, per dialogue "
-              "(t-test: `scipy.stats.ttest_rel`; 95 % paired bootstrap interval of the difference best − other; "
-              "lower is better for turns_to_recovery and repeat_rejected_rate).", "",
-              "| family | metric | best | other | Δ mean | 95 % CI | t | p | dialogues | verdict |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "**Paired tests**: for each metric the best system against each other one, per dialogue "
+        "(t-test: `scipy.stats.ttest_rel`; 95 % paired bootstrap interval of the difference best − other; "
+        "lower is better for turns_to_recovery and repeat_rejected_rate).",
+        "",
+        "| family | metric | best | other | Δ mean | 95 % CI | t | p | dialogues | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for t in payload["tests"]:
         verdict = "significant" if t["significant"] else "no significant difference"
-        lines.append(f"| {t['family']} | {t['metric']} | {t['best']} | {t['other']} | {_f(t['mean_diff'])} | "
-                     f"[{_f(t['ci95'][0])}, {_f(t['ci95'][1])}] | {_f(t['t'], 2)} | {_p(t['p'])} | {t['n']} | "
-                     f"{verdict} |")
+        lines.append(
+            f"| {t['family']} | {t['metric']} | {t['best']} | {t['other']} | {_f(t['mean_diff'])} | "
+            f"[{_f(t['ci95'][0])}, {_f(t['ci95'][1])}] | {_f(t['t'], 2)} | {_p(t['p'])} | {t['n']} | "
+            f"{verdict} |"
+        )
     agree = payload.get("grounding_agreement") or {}
     if agree:
         pr = agree["probes"]
-        lines += ["", "**Grounding Score vs planted citation correctness** (Spearman over evaluation points).", "",
-                  "| citations judged | points | ρ | p | planted precision |", "|---|---|---|---|---|",
-                  f"| planted probes: Grounding Score | {pr['grounding_score']['n']} | "
-                  f"{_f(pr['grounding_score']['rho'])} | {_p(pr['grounding_score']['p'])} | |",
-                  f"| planted probes: citation precision | {pr['citation_precision']['n']} | "
-                  f"{_f(pr['citation_precision']['rho'])} | {_p(pr['citation_precision']['p'])} | |"]
+        lines += [
+            "",
+            "**Grounding Score vs planted citation correctness** (Spearman over evaluation points).",
+            "",
+            "| citations judged | points | ρ | p | planted precision |",
+            "|---|---|---|---|---|",
+            f"| planted probes: Grounding Score | {pr['grounding_score']['n']} | "
+            f"{_f(pr['grounding_score']['rho'])} | {_p(pr['grounding_score']['p'])} | |",
+            f"| planted probes: citation precision | {pr['citation_precision']['n']} | "
+            f"{_f(pr['citation_precision']['rho'])} | {_p(pr['citation_precision']['p'])} | |",
+        ]
         for s in systems:
             if s in agree:
                 a = agree[s]
-                lines.append(f"| {s}: Grounding Score | {a['n']} | {_f(a['rho'])} | {_p(a['p'])} | "
-                             f"{_f(a['planted_precision'])} |")
-        lines += ["", "Verbatim rule on the probe kinds (fraction accepted): "
-                  + ", ".join(f"{k} {_f(v, 2)}" for k, v in agree["kind_accepted"].items()) + "."]
-    lines += ["", "Time per system (fit + answer, all benchmarks): "
-              + ", ".join(f"{s} {payload['seconds'][s]:.1f} s" for s in systems) + "."]
+                lines.append(
+                    f"| {s}: Grounding Score | {a['n']} | {_f(a['rho'])} | {_p(a['p'])} | "
+                    f"{_f(a['planted_precision'])} |"
+                )
+        lines += [
+            "",
+            "Verbatim rule on the probe kinds (fraction accepted): "
+            + ", ".join(f"{k} {_f(v, 2)}" for k, v in agree["kind_accepted"].items())
+            + ".",
+        ]
+    lines += [
+        "",
+        "Time per system (fit + answer, all benchmarks): "
+        + ", ".join(f"{s} {payload['seconds'][s]:.1f} s" for s in systems)
+        + ".",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -27,7 +27,8 @@ __all__ = ["BM25", "tokenize", "STOPWORDS"]
 STOPWORDS = frozenset(
     "a an and are as at be but by for from had has have here i i'm in is it its it's me my not of on or our "
     "so that the their there this to too us was we were what which with would you your hi hello hey hmm "
-    "one place something somewhere".split())
+    "one place something somewhere".split()
+)
 _WORD = re.compile(r"\w+(?:[-']\w+)*")
 
 
@@ -58,10 +59,13 @@ class BM25:
                 ids, tfs = postings.setdefault(term, ([], []))
                 ids.append(i)
                 tfs.append(count)
-        self.postings_ = {t: (np.array(i, dtype=np.int64), np.array(f, dtype=np.float64))
-                          for t, (i, f) in postings.items()}
-        self.idf_ = {t: math.log(1 + (self.n_docs_ - len(i) + 0.5) / (len(i) + 0.5))
-                     for t, (i, _) in self.postings_.items()}
+        self.postings_ = {
+            t: (np.array(i, dtype=np.int64), np.array(f, dtype=np.float64)) for t, (i, f) in postings.items()
+        }
+        self.idf_ = {
+            t: math.log(1 + (self.n_docs_ - len(i) + 0.5) / (len(i) + 0.5))
+            for t, (i, _) in self.postings_.items()
+        }
         return self
 
     def scores(self, query: Sequence[str]) -> np.ndarray:

@@ -3,7 +3,8 @@
 ::
 
     recframe conversational evaluate --config configs/conversational_trace.yaml
-    recframe conversational generate --out datasets/trace-synthetic [--dialogues 1000] [--pois 2400] [--seed 0]
+    recframe conversational generate --out datasets/trace-synthetic \
+        [--dialogues 1000] [--pois 2400] [--seed 0]
     recframe conversational validate datasets/trace
 
 Config keys of ``evaluate`` (all optional; defaults in brackets)::
@@ -43,8 +44,13 @@ from recframe.data.interactions import DataError
 __all__ = ["main", "parse_config"]
 
 TOP_KEYS = {"benchmark", "baselines", "metrics", "encoder", "bootstrap", "output"}
-SECTION_KEYS = {"benchmark": {"release", "seeds", "generator"}, "metrics": {"ks", "cap"},
-                "encoder": {"name", "cache_dir"}, "bootstrap": {"samples"}, "output": {"dir", "name"}}
+SECTION_KEYS = {
+    "benchmark": {"release", "seeds", "generator"},
+    "metrics": {"ks", "cap"},
+    "encoder": {"name", "cache_dir"},
+    "bootstrap": {"samples"},
+    "output": {"dir", "name"},
+}
 
 
 def _fail(key: str, message: str) -> DataError:
@@ -93,13 +99,18 @@ def parse_config(raw: Any) -> tuple[Any, dict[str, str]]:
     except (TypeError, ValueError) as exc:
         raise _fail("benchmark.generator", str(exc)) from None
     seeds = bench.get("seeds", [0])
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool)
-                                                             for s in seeds):
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+    ):
         raise _fail("benchmark.seeds", f"must be a non-empty list of integers, got {seeds!r}")
     release = bench.get("release")
     if release is not None and not Path(str(release)).is_dir():
-        raise _fail("benchmark.release", f"{release!r} is not a folder; give a TRACE-format release folder "
-                                         "or null to generate one")
+        raise _fail(
+            "benchmark.release",
+            f"{release!r} is not a folder; give a TRACE-format release folder or null to generate one",
+        )
     baselines = raw.get("baselines", list(DEFAULT_BASELINES))
     if not isinstance(baselines, list) or not baselines:
         raise _fail("baselines", "must be a non-empty list of baseline names or {name: ..., <settings>}")
@@ -118,19 +129,30 @@ def parse_config(raw: Any) -> tuple[Any, dict[str, str]]:
     encoder = sec["encoder"].get("name", "all-MiniLM-L6-v2")
     if not isinstance(encoder, str):
         raise _fail("encoder.name", f"must be an encoder name or a model folder, got {encoder!r}")
-    cfg = BenchmarkConfig(release=None if release is None else str(release), generator=generator,
-                          seeds=tuple(seeds), baselines=tuple(specs), ks=tuple(ks), cap=cap, encoder=encoder,
-                          cache_dir=sec["encoder"].get("cache_dir"), bootstrap_samples=samples)
-    out = {"dir": str(sec["output"].get("dir", "benchmarks/results")),
-           "name": str(sec["output"].get("name", "trace_benchmark"))}
+    cfg = BenchmarkConfig(
+        release=None if release is None else str(release),
+        generator=generator,
+        seeds=tuple(seeds),
+        baselines=tuple(specs),
+        ks=tuple(ks),
+        cap=cap,
+        encoder=encoder,
+        cache_dir=sec["encoder"].get("cache_dir"),
+        bootstrap_samples=samples,
+    )
+    out = {
+        "dir": str(sec["output"].get("dir", "benchmarks/results")),
+        "name": str(sec["output"].get("name", "trace_benchmark")),
+    }
     return cfg, out
 
 
 def _load_yaml(path: str) -> Any:
     p = Path(path)
     if not p.is_file():
-        raise DataError(f"config file {path} does not exist; give --config FILE (e.g. "
-                        "configs/conversational_trace.yaml).")
+        raise DataError(
+            f"config file {path} does not exist; give --config FILE (e.g. configs/conversational_trace.yaml)."
+        )
     try:
         return yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -175,8 +197,10 @@ def _generate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise DataError(str(exc)) from None
     folder = write_release(release, args.out)
-    print(f"wrote {len(release.dialogues)} dialogues, {len(release.pois)} POIs, {len(release.reviews)} reviews "
-          f"to {folder}")
+    print(
+        f"wrote {len(release.dialogues)} dialogues, {len(release.pois)} POIs, {len(release.reviews)} reviews "
+        f"to {folder}"
+    )
     return 0
 
 
@@ -194,8 +218,9 @@ def _validate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point of ``recframe conversational``."""
-    parser = argparse.ArgumentParser(prog="recframe conversational",
-                                     description="TRACE-style conversational recommendation benchmark.")
+    parser = argparse.ArgumentParser(
+        prog="recframe conversational", description="TRACE-style conversational recommendation benchmark."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("evaluate", help="run the baselines and write the results tables")
     ev.add_argument("--config", required=True, help="YAML config (see recframe.conversational.cli)")

@@ -37,8 +37,16 @@ from recframe.conversational.schema import Release
 from recframe.conversational.textnorm import normalize
 from recframe.conversational.view import Catalog, DialogueView, Prediction, dialogue_view
 
-__all__ = ["EvalPoint", "evaluation_points", "run_system", "per_dialogue", "planted_correctness", "all_metric_names",
-           "probe_study", "SystemRun"]
+__all__ = [
+    "EvalPoint",
+    "evaluation_points",
+    "run_system",
+    "per_dialogue",
+    "planted_correctness",
+    "all_metric_names",
+    "probe_study",
+    "SystemRun",
+]
 
 
 @dataclass(frozen=True)
@@ -53,8 +61,11 @@ class EvalPoint:
 
 def evaluation_points(release: Release) -> list[EvalPoint]:
     """Every system recommend turn of every dialogue, in order."""
-    return [EvalPoint(d, t, dialogue_view(dlg, t), turn_context(dlg, t))
-            for d, dlg in enumerate(release.dialogues) for t in dlg.recommend_turns()]
+    return [
+        EvalPoint(d, t, dialogue_view(dlg, t), turn_context(dlg, t))
+        for d, dlg in enumerate(release.dialogues)
+        for t in dlg.recommend_turns()
+    ]
 
 
 @dataclass
@@ -67,9 +78,17 @@ class SystemRun:
     seconds: float
 
 
-def run_system(system: System, release: Release, points: Sequence[EvalPoint], *, catalog: Catalog | None = None,
-               ks: Sequence[int] = DEFAULT_KS, cap: int = DEFAULT_CAP, chunk: int = 256,
-               progress: bool = True) -> SystemRun:
+def run_system(
+    system: System,
+    release: Release,
+    points: Sequence[EvalPoint],
+    *,
+    catalog: Catalog | None = None,
+    ks: Sequence[int] = DEFAULT_KS,
+    cap: int = DEFAULT_CAP,
+    chunk: int = 256,
+    progress: bool = True,
+) -> SystemRun:
     """Fit ``system`` on the public catalogue, answer every point (in chunks) and score the answers."""
     start = time.perf_counter()
     system.fit(catalog or Catalog.from_release(release))
@@ -77,7 +96,7 @@ def run_system(system: System, release: Release, points: Sequence[EvalPoint], *,
     preds: list[Prediction] = []
     bar = tqdm(total=len(points), desc=system.name, disable=not progress, leave=False)
     for lo in range(0, len(points), chunk):
-        views = [p.view for p in points[lo:lo + chunk]]
+        views = [p.view for p in points[lo : lo + chunk]]
         answers = system.predict_many(views)
         if len(answers) != len(views):
             raise ValueError(f"{system.name} returned {len(answers)} predictions for {len(views)} views.")
@@ -88,13 +107,16 @@ def run_system(system: System, release: Release, points: Sequence[EvalPoint], *,
     bar.close()
     seconds = time.perf_counter() - start
     matcher = AspectMatcher(release.lexicon)
-    metrics = [turn_metrics(pred, p.context, release.pois, release.reviews, matcher, ks, cap)
-               for pred, p in zip(preds, points)]
+    metrics = [
+        turn_metrics(pred, p.context, release.pois, release.reviews, matcher, ks, cap)
+        for pred, p in zip(preds, points)
+    ]
     return SystemRun(system.name, preds, metrics, seconds)
 
 
-def per_dialogue(metrics: Sequence[dict[str, float]], points: Sequence[EvalPoint], n_dialogues: int,
-                 names: Sequence[str]) -> dict[str, np.ndarray]:
+def per_dialogue(
+    metrics: Sequence[dict[str, float]], points: Sequence[EvalPoint], n_dialogues: int, names: Sequence[str]
+) -> dict[str, np.ndarray]:
     """``{metric: [n_dialogues]}``: each dialogue's mean over its points where the metric is defined (NaN
     where it is defined at none)."""
     sums = {m: np.zeros(n_dialogues) for m in names}
@@ -114,7 +136,9 @@ def all_metric_names(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
     return [m for fam in metric_names(ks).values() for m in fam]
 
 
-def planted_correctness(pred: Prediction, context: TurnContext, release: Release, truth: GroundTruth) -> float:
+def planted_correctness(
+    pred: Prediction, context: TurnContext, release: Release, truth: GroundTruth
+) -> float:
     """Fraction of ``pred``'s citations that are truly right (NaN without citations): the review is of the
     recommended POI, the span is verbatim in it and overlaps a sentence that asserts a stated
     ``aspect = value`` (:meth:`GroundTruth.supports`)."""
@@ -124,8 +148,12 @@ def planted_correctness(pred: Prediction, context: TurnContext, release: Release
     good = 0
     for c in pred.citations:
         review = release.reviews.get(c.review_id)
-        if review is None or review.poi_id != poi or not normalize(c.text) \
-                or normalize(c.text) not in normalize(review.text):
+        if (
+            review is None
+            or review.poi_id != poi
+            or not normalize(c.text)
+            or normalize(c.text) not in normalize(review.text)
+        ):
             continue
         good += any(truth.supports(review, c.text, a, v) for a, v in context.stated.items())
     return good / len(pred.citations)
@@ -134,7 +162,8 @@ def planted_correctness(pred: Prediction, context: TurnContext, release: Release
 def probe_study(release: Release, truth: GroundTruth, points: Sequence[EvalPoint]) -> dict[str, np.ndarray]:
     """Grounding Score and planted correctness of each point's citation probe (gold POI recommended).
 
-    Returns ``{"grounding_score", "citation_precision", "correct_fraction", "kind_accepted"}``; ``kind_accepted`` maps each probe
+    Returns ``{"grounding_score", "citation_precision", "correct_fraction", "kind_accepted"}``;
+    ``kind_accepted`` maps each probe
     kind to the fraction of its citations the verbatim rule accepted (re-encodings should be 1, the
     non-verbatim corruptions 0).
     """
@@ -154,9 +183,16 @@ def probe_study(release: Release, truth: GroundTruth, points: Sequence[EvalPoint
         frac.append(sum(ok for _, ok, _ in probe) / len(probe))
         for c, _, kind in probe:
             review = release.reviews.get(c.review_id)
-            ok = review is not None and review.poi_id == poi and bool(normalize(c.text)) \
+            ok = (
+                review is not None
+                and review.poi_id == poi
+                and bool(normalize(c.text))
                 and normalize(c.text) in normalize(review.text)
+            )
             accepted.setdefault(kind, []).append(ok)
-    return {"grounding_score": np.array(gs), "citation_precision": np.array(prec),
-            "correct_fraction": np.array(frac),
-            "kind_accepted": {k: float(np.mean(v)) for k, v in sorted(accepted.items())}}
+    return {
+        "grounding_score": np.array(gs),
+        "citation_precision": np.array(prec),
+        "correct_fraction": np.array(frac),
+        "kind_accepted": {k: float(np.mean(v)) for k, v in sorted(accepted.items())},
+    }

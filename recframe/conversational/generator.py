@@ -40,8 +40,15 @@ import numpy as np
 from recframe.conversational.schema import POI, Citation, Dialogue, Release, Review, Turn
 from recframe.conversational.textnorm import normalize, split_sentences
 
-__all__ = ["GeneratorConfig", "GroundTruth", "SentenceTruth", "generate", "LEXICON", "ASPECTS",
-           "split_sentences"]
+__all__ = [
+    "GeneratorConfig",
+    "GroundTruth",
+    "SentenceTruth",
+    "generate",
+    "LEXICON",
+    "ASPECTS",
+    "split_sentences",
+]
 
 ASPECTS = ("cuisine", "price", "atmosphere", "distance")
 
@@ -74,8 +81,12 @@ LEXICON: dict[str, dict[str, list[str]]] = {
 }
 
 #: supporting sentences with a lexicon phrase ({p}); the POI's value is asserted
-PHRASED = ["Honestly it is {p} and we loved it.", "The place is {p}, just as others said.",
-           "I would call it {p} without a doubt.", "Definitely {p}, which is what we wanted."]
+PHRASED = [
+    "Honestly it is {p} and we loved it.",
+    "The place is {p}, just as others said.",
+    "I would call it {p} without a doubt.",
+    "Definitely {p}, which is what we wanted.",
+]
 PHRASED_BY_ASPECT = {
     "cuisine": ["The {p} here is the real deal.", "Best {p} I have had in town."],
     "price": ["Prices are {p} for the quality.", "It is {p} compared to similar spots."],
@@ -84,42 +95,102 @@ PHRASED_BY_ASPECT = {
 }
 #: supporting paraphrases without any lexicon phrase
 PARAPHRASE = {
-    "price": {"cheap": "We paid under ten dollars each.", "moderate": "The bill was fair for two courses.",
-              "expensive": "Our bill was eye-watering but worth it."},
-    "atmosphere": {"quiet": "You can hear yourself think in there.",
-                   "lively": "The music was pumping all night.",
-                   "romantic": "Perfect spot for an anniversary dinner.",
-                   "family": "Our toddlers had a blast."},
-    "distance": {"walkable": "Only 10\u00a0minutes on foot from the main square.",
-                 "drive": "You will need a car to get there."},
-    "cuisine": {"thai": "The coconut soup tasted like Bangkok.", "italian": "The carbonara was silky.",
-                "mexican": "The salsa verde had real heat.", "japanese": "The nigiri was pristine.",
-                "indian": "The naan came straight from the tandoor.",
-                "french": "The cafe\u0301 au lait was perfect.", "american": "The fries were crispy.",
-                "mediterranean": "The shawarma was juicy."},
+    "price": {
+        "cheap": "We paid under ten dollars each.",
+        "moderate": "The bill was fair for two courses.",
+        "expensive": "Our bill was eye-watering but worth it.",
+    },
+    "atmosphere": {
+        "quiet": "You can hear yourself think in there.",
+        "lively": "The music was pumping all night.",
+        "romantic": "Perfect spot for an anniversary dinner.",
+        "family": "Our toddlers had a blast.",
+    },
+    "distance": {
+        "walkable": "Only 10\u00a0minutes on foot from the main square.",
+        "drive": "You will need a car to get there.",
+    },
+    "cuisine": {
+        "thai": "The coconut soup tasted like Bangkok.",
+        "italian": "The carbonara was silky.",
+        "mexican": "The salsa verde had real heat.",
+        "japanese": "The nigiri was pristine.",
+        "indian": "The naan came straight from the tandoor.",
+        "french": "The cafe\u0301 au lait was perfect.",
+        "american": "The fries were crispy.",
+        "mediterranean": "The shawarma was juicy.",
+    },
 }
 #: sentences mentioning value {p} only to deny it (asserts=False)
 DENIAL = ["Do not come here expecting {p}.", "Not {p} by any stretch.", "It was not as {p} as I hoped."]
-FILLER = ["The staff were friendly.", "Parking was easy to find.", "We came on a Tuesday.",
-          "The restrooms were clean.", "I would come back.", "Service was a bit slow at first.",
-          "They take reservations.", "The menu changes often."]
-CITIES = {"Philadelphia": (39.9526, -75.1652), "Tampa": (27.9506, -82.4572),
-          "Indianapolis": (39.7684, -86.1581), "Nashville": (36.1627, -86.7816),
-          "Tucson": (32.2226, -110.9747), "New Orleans": (29.9511, -90.0715),
-          "Reno": (39.5296, -119.8138), "Saint Louis": (38.6270, -90.1994)}
-NAME_A = ["Golden", "Little", "Blue", "Old", "Red", "Silver", "Green", "Café", "Corner", "Lucky", "Royal",
-          "Sunny"]
-NAME_B = ["Lotus", "Table", "Door", "Garden", "Kitchen", "Lantern", "Spoon", "Harbor", "Oven", "Fig",
-          "Olive", "Lumière"]
+FILLER = [
+    "The staff were friendly.",
+    "Parking was easy to find.",
+    "We came on a Tuesday.",
+    "The restrooms were clean.",
+    "I would come back.",
+    "Service was a bit slow at first.",
+    "They take reservations.",
+    "The menu changes often.",
+]
+CITIES = {
+    "Philadelphia": (39.9526, -75.1652),
+    "Tampa": (27.9506, -82.4572),
+    "Indianapolis": (39.7684, -86.1581),
+    "Nashville": (36.1627, -86.7816),
+    "Tucson": (32.2226, -110.9747),
+    "New Orleans": (29.9511, -90.0715),
+    "Reno": (39.5296, -119.8138),
+    "Saint Louis": (38.6270, -90.1994),
+}
+NAME_A = [
+    "Golden",
+    "Little",
+    "Blue",
+    "Old",
+    "Red",
+    "Silver",
+    "Green",
+    "Café",
+    "Corner",
+    "Lucky",
+    "Royal",
+    "Sunny",
+]
+NAME_B = [
+    "Lotus",
+    "Table",
+    "Door",
+    "Garden",
+    "Kitchen",
+    "Lantern",
+    "Spoon",
+    "Harbor",
+    "Oven",
+    "Fig",
+    "Olive",
+    "Lumière",
+]
 #: user-side phrasing of a preference ({p}: a lexicon phrase) and of a complaint about a value
-ASK = {"cuisine": "I'm craving {p}", "price": "something {p}", "atmosphere": "a {p} place",
-       "distance": "within {p} of downtown"}
+ASK = {
+    "cuisine": "I'm craving {p}",
+    "price": "something {p}",
+    "atmosphere": "a {p} place",
+    "distance": "within {p} of downtown",
+}
 ASK_DISTANCE = {"walkable": "within {p} of downtown", "drive": "happy to take {p}"}
-COMPLAINT = {"price": "that one sounds too {p} for us", "atmosphere": "that one seems too {p}",
-             "distance": "that one is {p}", "cuisine": "we are not in the mood for {p}"}
-COMPLAINT_DISTANCE = {"walkable": "that one is a {p} but downtown is not where we are staying",
-                      "drive": "that one is {p}"}
+COMPLAINT = {
+    "price": "that one sounds too {p} for us",
+    "atmosphere": "that one seems too {p}",
+    "distance": "that one is {p}",
+    "cuisine": "we are not in the mood for {p}",
+}
+COMPLAINT_DISTANCE = {
+    "walkable": "that one is a {p} but downtown is not where we are staying",
+    "drive": "that one is {p}",
+}
 KINDS_CORRUPT = ("paraphrased", "case", "wrong_poi", "off_aspect", "denial")
+
 
 @dataclass(frozen=True)
 class SentenceTruth:
@@ -150,13 +221,14 @@ class GroundTruth:
     probes: dict[tuple[str, int], list[tuple[Citation, bool, str]]] = field(default_factory=dict)
 
     def supports(self, review: Review, span: str, aspect: str, value: str) -> bool:
-        """Whether ``span`` overlaps (contains or lies in) a sentence of ``review`` asserting ``aspect=value``."""
+        """Whether ``span`` overlaps (contains or lies in) a sentence of ``review`` that asserts
+        ``aspect=value``."""
         needle = normalize(span)
         if not needle:
             return False
         for s in self.sentences.get(review.review_id, ()):
             if s.aspect == aspect and s.value == value and s.asserts:
-                sent = normalize(review.text[s.start:s.end])
+                sent = normalize(review.text[s.start : s.end])
                 if needle in sent or sent in needle:
                     return True
         return False
@@ -186,10 +258,15 @@ class GeneratorConfig:
                 raise ValueError(f"{name}={v!r}; it must be a positive integer.")
         if not 1 <= self.n_cities <= len(CITIES):
             raise ValueError(f"n_cities={self.n_cities}; it must be between 1 and {len(CITIES)}.")
-        if len(self.rejection_probs) != 3 or abs(sum(self.rejection_probs) - 1) > 1e-9 \
-                or min(self.rejection_probs) < 0:
-            raise ValueError(f"rejection_probs={self.rejection_probs}; give three probabilities (0, 1, 2 "
-                             "rejections) that sum to 1.")
+        if (
+            len(self.rejection_probs) != 3
+            or abs(sum(self.rejection_probs) - 1) > 1e-9
+            or min(self.rejection_probs) < 0
+        ):
+            raise ValueError(
+                f"rejection_probs={self.rejection_probs}; give three probabilities (0, 1, 2 "
+                "rejections) that sum to 1."
+            )
         for name in ("p_corrupt", "p_reencode"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name}={getattr(self, name)}; it must be in [0, 1].")
@@ -197,8 +274,10 @@ class GeneratorConfig:
 
 def _km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
     p1, p2 = math.radians(lat1), math.radians(lat2)
-    a = (math.sin((p2 - p1) / 2) ** 2
-         + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2)
+    a = (
+        math.sin((p2 - p1) / 2) ** 2
+        + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
+    )
     return 2 * 6371.0 * math.asin(math.sqrt(a))
 
 
@@ -226,16 +305,25 @@ class _Gen:
             theta = 2 * math.pi * self.rng.random()
             lat = clat + (r * math.cos(theta)) / 111.0
             lon = clon + (r * math.sin(theta)) / (111.0 * math.cos(math.radians(clat)))
-            attrs = {"cuisine": self.pick(list(LEXICON["cuisine"])),
-                     "price": self.pick(list(LEXICON["price"])),
-                     "atmosphere": self.pick(list(LEXICON["atmosphere"])),
-                     "distance": "walkable" if _km(lat, lon, clat, clon) <= self.cfg.walk_km else "drive"}
+            attrs = {
+                "cuisine": self.pick(list(LEXICON["cuisine"])),
+                "price": self.pick(list(LEXICON["price"])),
+                "atmosphere": self.pick(list(LEXICON["atmosphere"])),
+                "distance": "walkable" if _km(lat, lon, clat, clon) <= self.cfg.walk_km else "drive",
+            }
             name = f"{self.pick(NAME_A)} {self.pick(NAME_B)}"
             if self.rng.random() < 0.5:  # some names stored decomposed (NFD), as scraped text often is
                 name = unicodedata.normalize("NFD", name)
             pid = f"poi_{i:05d}"
-            self.pois[pid] = POI(pid, name, city, round(lat, 6), round(lon, 6),
-                                 ("Restaurants", attrs["cuisine"].capitalize()), attrs)
+            self.pois[pid] = POI(
+                pid,
+                name,
+                city,
+                round(lat, 6),
+                round(lon, 6),
+                ("Restaurants", attrs["cuisine"].capitalize()),
+                attrs,
+            )
             self.by_city.setdefault(city, []).append(pid)
         counts = self.rng.lognormal(0.0, 0.8, self.cfg.n_pois)
         counts = np.maximum(1, np.round(counts / counts.mean() * self.cfg.reviews_per_poi)).astype(int)
@@ -262,11 +350,19 @@ class _Gen:
         if self.rng.random() < 0.2:  # mention another value only to deny it
             aspect = self.pick(["price", "atmosphere"])
             other = self.pick([v for v in LEXICON[aspect] if v != attrs[aspect]])
-            parts.append((self.pick(DENIAL).format(p=self.pick(LEXICON[aspect][other])), aspect, other, False))
+            parts.append(
+                (self.pick(DENIAL).format(p=self.pick(LEXICON[aspect][other])), aspect, other, False)
+            )
         if self.rng.random() < 0.05:  # a contrarian denies the POI's own value
             aspect = self.pick(["price", "atmosphere"])
-            parts.append((self.pick(DENIAL).format(p=self.pick(LEXICON[aspect][attrs[aspect]])), aspect,
-                          attrs[aspect], False))
+            parts.append(
+                (
+                    self.pick(DENIAL).format(p=self.pick(LEXICON[aspect][attrs[aspect]])),
+                    aspect,
+                    attrs[aspect],
+                    False,
+                )
+            )
         for _ in range(1 + int(self.rng.integers(2))):
             parts.append((self.pick(FILLER), None, None, False))
         order = self.rng.permutation(len(parts))
@@ -298,8 +394,14 @@ class _Gen:
         rejected: list[str] = []
         known = dict(stated)
         for h in hidden:  # a POI that fits all known preferences but violates the next hidden one
-            fits = [p for p in pool if p not in rejected and p != target and self.satisfies(p, known)
-                    and self.pois[p].attributes[h] != prefs[h]]
+            fits = [
+                p
+                for p in pool
+                if p not in rejected
+                and p != target
+                and self.satisfies(p, known)
+                and self.pois[p].attributes[h] != prefs[h]
+            ]
             if not fits:
                 return None
             rejected.append(self.pick(fits))
@@ -321,8 +423,13 @@ class _Gen:
             turns.append(Turn("user", "reject", self.reject_text(h, bad, prefs[h]), aspects={h: prefs[h]}))
             known[h] = prefs[h]
         turns.append(self.recommend(did, len(turns), target, known))
-        turns.append(Turn("user", "accept", self.pick(["Sounds perfect, thanks!", "Great, we will go there.",
-                                                       "That works, thank you."])))
+        turns.append(
+            Turn(
+                "user",
+                "accept",
+                self.pick(["Sounds perfect, thanks!", "Great, we will go there.", "That works, thank you."]),
+            )
+        )
         self.truth.preferences[did] = prefs
         self.truth.hidden[did] = tuple(hidden)
         return Dialogue(did, city, tuple(cands), target, tuple(turns))
@@ -336,29 +443,44 @@ class _Gen:
             tmpl = ASK_DISTANCE[value] if aspect == "distance" else ASK[aspect]
             clauses.append(tmpl.format(p=self.phrase(aspect, value)))
         opener = self.pick(["Hi! ", "Hello, ", "Hey there. ", ""])
-        return opener + clauses[0][0].upper() + clauses[0][1:] + (
-            ", " + ", ".join(clauses[1:]) if clauses[1:] else "") + "."
+        return (
+            opener
+            + clauses[0][0].upper()
+            + clauses[0][1:]
+            + (", " + ", ".join(clauses[1:]) if clauses[1:] else "")
+            + "."
+        )
 
     def reject_text(self, aspect: str, bad: str, good: str) -> str:
         tmpl = COMPLAINT_DISTANCE[bad] if aspect == "distance" else COMPLAINT[aspect]
         complaint = tmpl.format(p=self.phrase(aspect, bad))
-        ask = (ASK_DISTANCE[good] if aspect == "distance" else ASK[aspect]).format(p=self.phrase(aspect, good))
+        ask = (ASK_DISTANCE[good] if aspect == "distance" else ASK[aspect]).format(
+            p=self.phrase(aspect, good)
+        )
         return f"Hmm, {complaint}. We would prefer {ask}."
 
     def recommend(self, did: str, index: int, pid: str, known: dict[str, str]) -> Turn:
         """A gold recommend turn citing correct spans; its corrupted probe set goes to the truth."""
-        support = [(rid, s) for rid in self.reviews_of[pid] for s in self.truth.sentences[rid]
-                   if s.asserts and s.aspect in known and known[s.aspect] == s.value]
+        support = [
+            (rid, s)
+            for rid in self.reviews_of[pid]
+            for s in self.truth.sentences[rid]
+            if s.asserts and s.aspect in known and known[s.aspect] == s.value
+        ]
         n = min(len(support), 2 + int(self.rng.integers(2)))
         picked = [support[k] for k in self.rng.permutation(len(support))[:n]]
-        cites = tuple(Citation(rid, self.reviews[rid].text[s.start:s.end], s.start, s.end, s.aspect)
-                      for rid, s in picked)
+        cites = tuple(
+            Citation(rid, self.reviews[rid].text[s.start : s.end], s.start, s.end, s.aspect)
+            for rid, s in picked
+        )
         self.truth.probes[(did, index)] = [self.probe(rid, s, pid, known) for rid, s in picked]
         quotes = " and ".join(f"\u201c{c.text}\u201d" for c in cites[:2])
         text = f"How about {self.pois[pid].name}?" + (f" Reviewers say {quotes}." if quotes else "")
         return Turn("system", "recommend", text, poi_id=pid, citations=cites)
 
-    def sentences_with(self, aspect: str | None, value: str | None, asserts: bool) -> list[tuple[str, SentenceTruth]]:
+    def sentences_with(
+        self, aspect: str | None, value: str | None, asserts: bool
+    ) -> list[tuple[str, SentenceTruth]]:
         if self._index is None:
             self._index = {}
             for rid, spans in self.truth.sentences.items():
@@ -366,9 +488,12 @@ class _Gen:
                     self._index.setdefault((x.aspect, x.value, x.asserts), []).append((rid, x))
         return self._index.get((aspect, value, asserts), [])
 
-    def probe(self, rid: str, s: SentenceTruth, pid: str, known: dict[str, str]) -> tuple[Citation, bool, str]:
-        """The citation of sentence ``s``, corrupted with probability ``p_corrupt`` (else maybe re-encoded)."""
-        text = self.reviews[rid].text[s.start:s.end]
+    def probe(
+        self, rid: str, s: SentenceTruth, pid: str, known: dict[str, str]
+    ) -> tuple[Citation, bool, str]:
+        """The citation of sentence ``s``, corrupted with probability ``p_corrupt`` (else maybe
+        re-encoded harmlessly)."""
+        text = self.reviews[rid].text[s.start : s.end]
         if self.rng.random() < self.cfg.p_corrupt:
             kind = self.pick(KINDS_CORRUPT)
             if kind == "paraphrased":
@@ -383,7 +508,11 @@ class _Gen:
                 for _ in range(10):
                     r2, x = pool[int(self.rng.integers(len(pool)))]
                     if self.reviews[r2].poi_id != pid:
-                        return Citation(r2, self.reviews[r2].text[x.start:x.end], aspect=s.aspect), False, kind
+                        return (
+                            Citation(r2, self.reviews[r2].text[x.start : x.end], aspect=s.aspect),
+                            False,
+                            kind,
+                        )
             own = [(r, x) for r in self.reviews_of[pid] for x in self.truth.sentences[r]]
             if kind == "off_aspect":
                 pool = [(r, x) for r, x in own if x.aspect is None]
@@ -391,7 +520,7 @@ class _Gen:
                 pool = [(r, x) for r, x in own if not x.asserts and x.aspect in known]
             if pool:
                 r2, x = pool[int(self.rng.integers(len(pool)))]
-                return Citation(r2, self.reviews[r2].text[x.start:x.end], x.start, x.end), False, kind
+                return Citation(r2, self.reviews[r2].text[x.start : x.end], x.start, x.end), False, kind
         if self.rng.random() < self.cfg.p_reencode:  # harmless re-encodings the verbatim rule accepts
             variant = self.pick(["nfd", "nbsp", "double_space"])
             if variant == "nfd":
@@ -416,8 +545,10 @@ def generate(config: GeneratorConfig | None = None, **overrides: object) -> tupl
     while len(dialogues) < cfg.n_dialogues:
         attempts += 1
         if attempts > 20 * cfg.n_dialogues:
-            raise ValueError(f"could not plant {cfg.n_dialogues} dialogues in {cfg.n_pois} POIs; "
-                             "raise n_pois or lower n_candidates.")
+            raise ValueError(
+                f"could not plant {cfg.n_dialogues} dialogues in {cfg.n_pois} POIs; "
+                "raise n_pois or lower n_candidates."
+            )
         d = gen.make_dialogue(len(dialogues))
         if d is not None:
             dialogues.append(d)

@@ -50,8 +50,19 @@ from recframe.conversational.schema import POI, Dialogue, Review
 from recframe.conversational.textnorm import normalize
 from recframe.conversational.view import Prediction
 
-__all__ = ["FAMILIES", "LOWER_IS_BETTER", "TurnContext", "turn_context", "AspectMatcher", "accuracy_metrics",
-           "grounding_metrics", "recovery_metrics", "turn_metrics", "check_prediction", "metric_names"]
+__all__ = [
+    "FAMILIES",
+    "LOWER_IS_BETTER",
+    "TurnContext",
+    "turn_context",
+    "AspectMatcher",
+    "accuracy_metrics",
+    "grounding_metrics",
+    "recovery_metrics",
+    "turn_metrics",
+    "check_prediction",
+    "metric_names",
+]
 
 DEFAULT_KS = (1, 5, 10)
 DEFAULT_CAP = 10
@@ -62,8 +73,13 @@ def metric_names(ks: Sequence[int] = DEFAULT_KS) -> dict[str, tuple[str, ...]]:
     """Metric names by family, in table order."""
     return {
         "Accuracy": (*(f"recall@{k}" for k in ks), "aspect_satisfaction"),
-        "Grounding": ("citation_precision", "citation_density", "span_aspect_relevance", "aspect_coverage",
-                      "grounding_score"),
+        "Grounding": (
+            "citation_precision",
+            "citation_density",
+            "span_aspect_relevance",
+            "aspect_coverage",
+            "grounding_score",
+        ),
         "Recovery": ("success_after_rejection", "turns_to_recovery", "repeat_rejected_rate"),
     }
 
@@ -121,14 +137,16 @@ def check_prediction(pred: Prediction, candidates: Sequence[str], system: str = 
     cands = set(candidates)
     bad = [p for p in pred.ranking if p not in cands]
     if bad:
-        raise ValueError(f"{system} ranked {bad[:3]} which are not candidates of the dialogue; rank only "
-                         "view.candidates.")
+        raise ValueError(
+            f"{system} ranked {bad[:3]} which are not candidates of the dialogue; rank only view.candidates."
+        )
     if len(set(pred.ranking)) != len(pred.ranking):
         raise ValueError(f"{system} ranked a candidate twice; a ranking holds each candidate at most once.")
 
 
-def accuracy_metrics(pred: Prediction, ctx: TurnContext, pois: Mapping[str, POI],
-                     ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+def accuracy_metrics(
+    pred: Prediction, ctx: TurnContext, pois: Mapping[str, POI], ks: Sequence[int] = DEFAULT_KS
+) -> dict[str, float]:
     """Recall@k and aspect satisfaction (module docstring)."""
     out = {f"recall@{k}": float(ctx.target in pred.ranking[:k]) for k in ks}
     out["aspect_satisfaction"] = math.nan
@@ -140,8 +158,9 @@ def accuracy_metrics(pred: Prediction, ctx: TurnContext, pois: Mapping[str, POI]
     return out
 
 
-def grounding_metrics(pred: Prediction, ctx: TurnContext, reviews: Mapping[str, Review],
-                      matcher: AspectMatcher) -> dict[str, float]:
+def grounding_metrics(
+    pred: Prediction, ctx: TurnContext, reviews: Mapping[str, Review], matcher: AspectMatcher
+) -> dict[str, float]:
     """Citation precision, density, span-aspect relevance, aspect coverage and Grounding Score."""
     cites = list(pred.citations)
     poi = pred.ranking[0] if pred.ranking else None
@@ -152,11 +171,13 @@ def grounding_metrics(pred: Prediction, ctx: TurnContext, reviews: Mapping[str, 
     covered = set().union(*(rel for ok, rel in zip(verbatim, relevant_to) if ok)) if n else set()
     coverage = len(covered) / len(ctx.stated) if ctx.stated else 0.0
     g = grounded / n if n else 0.0
-    return {"citation_precision": sum(verbatim) / n if n else 0.0,
-            "citation_density": float(sum(verbatim)),
-            "span_aspect_relevance": sum(1 for rel in relevant_to if rel) / n if n else 0.0,
-            "aspect_coverage": coverage,
-            "grounding_score": 2 * g * coverage / (g + coverage) if g > 0 and coverage > 0 else 0.0}
+    return {
+        "citation_precision": sum(verbatim) / n if n else 0.0,
+        "citation_density": float(sum(verbatim)),
+        "span_aspect_relevance": sum(1 for rel in relevant_to if rel) / n if n else 0.0,
+        "aspect_coverage": coverage,
+        "grounding_score": 2 * g * coverage / (g + coverage) if g > 0 and coverage > 0 else 0.0,
+    }
 
 
 def _verbatim(cite, poi: str | None, reviews: Mapping[str, Review]) -> bool:  # noqa: ANN001
@@ -183,14 +204,25 @@ def recovery_metrics(pred: Prediction, ctx: TurnContext, cap: int = DEFAULT_CAP)
         return {}
     rank = pred.ranking.index(ctx.target) + 1 if ctx.target in pred.ranking else cap + 1
     top = pred.ranking[0] if pred.ranking else None
-    return {"success_after_rejection": float(top == ctx.target),
-            "turns_to_recovery": float(min(rank, cap + 1)),
-            "repeat_rejected_rate": float(top in ctx.rejected)}
+    return {
+        "success_after_rejection": float(top == ctx.target),
+        "turns_to_recovery": float(min(rank, cap + 1)),
+        "repeat_rejected_rate": float(top in ctx.rejected),
+    }
 
 
-def turn_metrics(pred: Prediction, ctx: TurnContext, pois: Mapping[str, POI], reviews: Mapping[str, Review],
-                 matcher: AspectMatcher, ks: Sequence[int] = DEFAULT_KS, cap: int = DEFAULT_CAP
-                 ) -> dict[str, float]:
+def turn_metrics(
+    pred: Prediction,
+    ctx: TurnContext,
+    pois: Mapping[str, POI],
+    reviews: Mapping[str, Review],
+    matcher: AspectMatcher,
+    ks: Sequence[int] = DEFAULT_KS,
+    cap: int = DEFAULT_CAP,
+) -> dict[str, float]:
     """Every metric defined at this evaluation point (NaN: undefined)."""
-    return {**accuracy_metrics(pred, ctx, pois, ks), **grounding_metrics(pred, ctx, reviews, matcher),
-            **recovery_metrics(pred, ctx, cap)}
+    return {
+        **accuracy_metrics(pred, ctx, pois, ks),
+        **grounding_metrics(pred, ctx, reviews, matcher),
+        **recovery_metrics(pred, ctx, cap),
+    }

@@ -3,7 +3,8 @@
 A release is a folder of three JSONL files (one JSON object per line; field tables in
 :mod:`recframe.conversational.validate`):
 
-- ``pois.jsonl``      ``{"poi_id", "name", "city", "lat", "lon", "categories": [..], "attributes": {aspect: value}}``
+- ``pois.jsonl``      ``{"poi_id", "name", "city", "lat", "lon", "categories": [..],
+  "attributes": {aspect: value}}``
 - ``reviews.jsonl``   ``{"review_id", "poi_id", "text", "stars"?}``
 - ``dialogues.jsonl`` ``{"dialogue_id", "city", "candidates": [poi_id, ..], "target": poi_id, "turns": [..]}``
 
@@ -50,8 +51,15 @@ class POI:
     attributes: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"poi_id": self.poi_id, "name": self.name, "city": self.city, "lat": self.lat, "lon": self.lon,
-                "categories": list(self.categories), "attributes": dict(self.attributes)}
+        return {
+            "poi_id": self.poi_id,
+            "name": self.name,
+            "city": self.city,
+            "lat": self.lat,
+            "lon": self.lon,
+            "categories": list(self.categories),
+            "attributes": dict(self.attributes),
+        }
 
 
 @dataclass(frozen=True)
@@ -121,8 +129,13 @@ class Dialogue:
     turns: tuple[Turn, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dialogue_id": self.dialogue_id, "city": self.city, "candidates": list(self.candidates),
-                "target": self.target, "turns": [t.to_dict() for t in self.turns]}
+        return {
+            "dialogue_id": self.dialogue_id,
+            "city": self.city,
+            "candidates": list(self.candidates),
+            "target": self.target,
+            "turns": [t.to_dict() for t in self.turns],
+        }
 
     def recommend_turns(self) -> list[int]:
         """Indices of the system ``recommend`` turns (the evaluation points)."""

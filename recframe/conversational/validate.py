@@ -36,8 +36,18 @@ from recframe.conversational.schema import SYSTEM_ACTS, USER_ACTS
 from recframe.conversational.textnorm import occurs_verbatim
 from recframe.data.interactions import DataError
 
-__all__ = ["Issue", "ReleaseError", "canonical_poi", "canonical_review", "check_poi", "check_review",
-           "check_dialogue", "read_jsonl", "validate_release", "FILES"]
+__all__ = [
+    "Issue",
+    "ReleaseError",
+    "canonical_poi",
+    "canonical_review",
+    "check_poi",
+    "check_review",
+    "check_dialogue",
+    "read_jsonl",
+    "validate_release",
+    "FILES",
+]
 
 FILES = {"pois": "pois.jsonl", "reviews": "reviews.jsonl", "dialogues": "dialogues.jsonl"}
 YELP_ALIASES = {"business_id": "poi_id", "latitude": "lat", "longitude": "lon"}
@@ -63,8 +73,9 @@ class ReleaseError(DataError):
         self.issues = list(issues)
         shown = "\n".join(f"  {i}" for i in self.issues[:limit])
         more = f"\n  ... and {len(self.issues) - limit} more" if len(self.issues) > limit else ""
-        super().__init__(f"{len(self.issues)} validation error(s); fix each named line and field:\n"
-                         f"{shown}{more}")
+        super().__init__(
+            f"{len(self.issues)} validation error(s); fix each named line and field:\n{shown}{more}"
+        )
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, Any, str | None]]:
@@ -111,8 +122,11 @@ def check_poi(obj: Any) -> list[tuple[str, str]]:
     """``(field, message)`` for each problem of one canonical POI object."""
     if not isinstance(obj, dict):
         return [("<record>", f"expected a JSON object, got {type(obj).__name__}")]
-    errs = [(k, "required non-empty string is missing or not a string")
-            for k in ("poi_id", "name", "city") if not _is_str(obj.get(k))]
+    errs = [
+        (k, "required non-empty string is missing or not a string")
+        for k in ("poi_id", "name", "city")
+        if not _is_str(obj.get(k))
+    ]
     for key, bound in (("lat", 90), ("lon", 180)):
         v = obj.get(key)
         if not _is_num(v):
@@ -126,8 +140,11 @@ def check_poi(obj: Any) -> list[tuple[str, str]]:
     if not isinstance(attrs, dict):
         errs.append(("attributes", f"must be an object aspect -> value, got {type(attrs).__name__}"))
     else:
-        errs += [(f"attributes.{k}", f"value must be a string, number or bool, got {type(v).__name__}")
-                 for k, v in attrs.items() if not isinstance(v, (str, int, float, bool))]
+        errs += [
+            (f"attributes.{k}", f"value must be a string, number or bool, got {type(v).__name__}")
+            for k, v in attrs.items()
+            if not isinstance(v, (str, int, float, bool))
+        ]
     return errs
 
 
@@ -135,8 +152,11 @@ def check_review(obj: Any, poi_ids: set[str] | None = None) -> list[tuple[str, s
     """``(field, message)`` for each problem of one canonical review object."""
     if not isinstance(obj, dict):
         return [("<record>", f"expected a JSON object, got {type(obj).__name__}")]
-    errs = [(k, "required non-empty string is missing or not a string")
-            for k in ("review_id", "poi_id", "text") if not _is_str(obj.get(k))]
+    errs = [
+        (k, "required non-empty string is missing or not a string")
+        for k in ("review_id", "poi_id", "text")
+        if not _is_str(obj.get(k))
+    ]
     if poi_ids is not None and _is_str(obj.get("poi_id")) and obj["poi_id"] not in poi_ids:
         errs.append(("poi_id", f"{obj['poi_id']!r} is not a POI of pois.jsonl"))
     if "stars" in obj and obj["stars"] is not None and not _is_num(obj["stars"]):
@@ -144,8 +164,9 @@ def check_review(obj: Any, poi_ids: set[str] | None = None) -> list[tuple[str, s
     return errs
 
 
-def check_dialogue(obj: Any, poi_ids: set[str] | None = None,
-                   reviews: dict[str, dict[str, Any]] | None = None) -> list[tuple[str, str]]:
+def check_dialogue(
+    obj: Any, poi_ids: set[str] | None = None, reviews: dict[str, dict[str, Any]] | None = None
+) -> list[tuple[str, str]]:
     """``(field, message)`` for each problem of one dialogue object.
 
     With ``poi_ids`` the candidates must be known POIs; with ``reviews`` (review_id -> canonical review)
@@ -153,8 +174,11 @@ def check_dialogue(obj: Any, poi_ids: set[str] | None = None,
     """
     if not isinstance(obj, dict):
         return [("<record>", f"expected a JSON object, got {type(obj).__name__}")]
-    errs = [(k, "required non-empty string is missing or not a string")
-            for k in ("dialogue_id", "city", "target") if not _is_str(obj.get(k))]
+    errs = [
+        (k, "required non-empty string is missing or not a string")
+        for k in ("dialogue_id", "city", "target")
+        if not _is_str(obj.get(k))
+    ]
     cands = obj.get("candidates")
     cand_set: set[str] = set()
     if not isinstance(cands, list) or not cands or not all(_is_str(c) for c in cands):
@@ -164,8 +188,11 @@ def check_dialogue(obj: Any, poi_ids: set[str] | None = None,
         if len(cand_set) != len(cands):
             errs.append(("candidates", "holds a POI id more than once"))
         if poi_ids is not None:
-            errs += [(f"candidates[{i}]", f"{c!r} is not a POI of pois.jsonl")
-                     for i, c in enumerate(cands) if c not in poi_ids]
+            errs += [
+                (f"candidates[{i}]", f"{c!r} is not a POI of pois.jsonl")
+                for i, c in enumerate(cands)
+                if c not in poi_ids
+            ]
         if _is_str(obj.get("target")) and obj["target"] not in cand_set:
             errs.append(("target", f"{obj['target']!r} is not one of the candidates"))
     turns = obj.get("turns")
@@ -178,8 +205,9 @@ def check_dialogue(obj: Any, poi_ids: set[str] | None = None,
     return errs
 
 
-def _check_turn(turn: Any, previous: dict[str, Any] | None, cands: set[str],
-                reviews: dict[str, dict[str, Any]] | None) -> list[tuple[str, str]]:
+def _check_turn(
+    turn: Any, previous: dict[str, Any] | None, cands: set[str], reviews: dict[str, dict[str, Any]] | None
+) -> list[tuple[str, str]]:
     if not isinstance(turn, dict):
         return [("<turn>", f"expected a JSON object, got {type(turn).__name__}")]
     role, act = turn.get("role"), turn.get("act")
@@ -195,8 +223,9 @@ def _check_turn(turn: Any, previous: dict[str, Any] | None, cands: set[str],
         aspects = turn.get("aspects", {})
         if not isinstance(aspects, dict) or not all(_is_str(k) and _is_str(v) for k, v in aspects.items()):
             errs.append(("aspects", "must be an object of aspect -> value strings"))
-        if act == "reject" and not (previous and previous.get("role") == "system"
-                                    and previous.get("act") == "recommend"):
+        if act == "reject" and not (
+            previous and previous.get("role") == "system" and previous.get("act") == "recommend"
+        ):
             errs.append(("act", "a reject turn must directly follow a system recommend turn"))
         return errs
     poi = turn.get("poi_id")
@@ -215,8 +244,11 @@ def _check_turn(turn: Any, previous: dict[str, Any] | None, cands: set[str],
 def _check_citation(cit: Any, poi: Any, reviews: dict[str, dict[str, Any]] | None) -> list[tuple[str, str]]:
     if not isinstance(cit, dict):
         return [("<citation>", f"expected a JSON object, got {type(cit).__name__}")]
-    errs = [(k, "required non-empty string is missing or not a string")
-            for k in ("review_id", "text") if not _is_str(cit.get(k))]
+    errs = [
+        (k, "required non-empty string is missing or not a string")
+        for k in ("review_id", "text")
+        if not _is_str(cit.get(k))
+    ]
     start, end = cit.get("start"), cit.get("end")
     has_offsets = start is not None or end is not None
     if has_offsets:
@@ -231,15 +263,19 @@ def _check_citation(cit: Any, poi: Any, reviews: dict[str, dict[str, Any]] | Non
     if review is None:
         return [("review_id", f"{cit['review_id']!r} is not a review of reviews.jsonl")]
     if review.get("poi_id") != poi:
-        return [("review_id", f"review {cit['review_id']!r} is of POI {review.get('poi_id')!r}, "
-                              f"not of the recommended POI {poi!r}")]
+        return [
+            (
+                "review_id",
+                f"review {cit['review_id']!r} is of POI {review.get('poi_id')!r}, "
+                f"not of the recommended POI {poi!r}",
+            )
+        ]
     text = review["text"]
     if has_offsets:
         if not start < end <= len(text):
             return [("end", f"offsets [{start}, {end}) do not fit the review (length {len(text)})")]
         if text[start:end] != cit["text"]:
-            return [("text", f"differs from the review's characters [{start}, {end}): "
-                             f"{text[start:end]!r}")]
+            return [("text", f"differs from the review's characters [{start}, {end}): {text[start:end]!r}")]
     elif not occurs_verbatim(cit["text"], text):
         return [("text", "does not occur verbatim in the review (rule: recframe.conversational.textnorm)")]
     return []
@@ -251,16 +287,29 @@ def validate_release(folder: str | Path) -> list[Issue]:
     issues: list[Issue] = []
     for name in FILES.values():
         if not (folder / name).is_file():
-            issues.append(Issue(name, 0, "<file>", f"missing: {folder / name} (a release holds "
-                                                   f"{', '.join(FILES.values())})"))
+            issues.append(
+                Issue(
+                    name,
+                    0,
+                    "<file>",
+                    f"missing: {folder / name} (a release holds {', '.join(FILES.values())})",
+                )
+            )
     if issues:
         return issues
     pois, reviews = _validated(folder, "pois", canonical_poi, check_poi, issues, key="poi_id")
     poi_ids = set(pois)
-    reviews, _ = _validated(folder, "reviews", canonical_review,
-                            lambda o: check_review(o, poi_ids), issues, key="review_id")
-    _validated(folder, "dialogues", lambda o: o, lambda o: check_dialogue(o, poi_ids, reviews), issues,
-               key="dialogue_id")
+    reviews, _ = _validated(
+        folder, "reviews", canonical_review, lambda o: check_review(o, poi_ids), issues, key="review_id"
+    )
+    _validated(
+        folder,
+        "dialogues",
+        lambda o: o,
+        lambda o: check_dialogue(o, poi_ids, reviews),
+        issues,
+        key="dialogue_id",
+    )
     lexicon = folder / "lexicon.json"
     if lexicon.is_file():
         issues += [Issue("lexicon.json", 0, f, m) for f, m in check_lexicon(_load_json(lexicon))]
@@ -276,8 +325,11 @@ def check_lexicon(obj: Any) -> list[tuple[str, str]]:
         if not isinstance(values, dict):
             errs.append((aspect, "must be an object value -> [phrases]"))
             continue
-        errs += [(f"{aspect}.{v}", "must be a list of non-empty phrase strings") for v, ph in values.items()
-                 if not isinstance(ph, list) or not all(_is_str(p) for p in ph)]
+        errs += [
+            (f"{aspect}.{v}", "must be a list of non-empty phrase strings")
+            for v, ph in values.items()
+            if not isinstance(ph, list) or not all(_is_str(p) for p in ph)
+        ]
     return errs
 
 
@@ -288,8 +340,9 @@ def _load_json(path: Path) -> Any:
         return exc  # reported by check_lexicon as not an object
 
 
-def _validated(folder: Path, kind: str, canon: Any, check: Any, issues: list[Issue], key: str
-               ) -> tuple[dict[str, dict[str, Any]], list[int]]:
+def _validated(
+    folder: Path, kind: str, canon: Any, check: Any, issues: list[Issue], key: str
+) -> tuple[dict[str, dict[str, Any]], list[int]]:
     """Canonical records of one file by ``key`` (valid ones only); appends issues (incl. duplicate ids)."""
     name = FILES[kind]
     out: dict[str, dict[str, Any]] = {}

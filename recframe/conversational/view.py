@@ -88,8 +88,10 @@ class Catalog:
     @classmethod
     def from_release(cls, release: Release) -> Catalog:
         """The public part of ``release``."""
-        pois = {pid: PublicPOI(p.poi_id, p.name, p.city, p.lat, p.lon, tuple(p.categories))
-                for pid, p in release.pois.items()}
+        pois = {
+            pid: PublicPOI(p.poi_id, p.name, p.city, p.lat, p.lon, tuple(p.categories))
+            for pid, p in release.pois.items()
+        }
         return cls(pois, release.reviews)
 
 
@@ -97,10 +99,14 @@ def dialogue_view(dialogue: Dialogue, turn_index: int) -> DialogueView:
     """The view of ``dialogue`` at its system recommend turn ``turn_index``."""
     turn = dialogue.turns[turn_index]
     if turn.role != "system" or turn.act != "recommend":
-        raise ValueError(f"turn {turn_index} of dialogue {dialogue.dialogue_id!r} is a {turn.role} "
-                         f"{turn.act!r} turn; views are taken at system recommend turns.")
-    history = tuple(ContextTurn(t.role, t.act, t.text, t.poi_id if t.act == "recommend" else None)
-                    for t in dialogue.turns[:turn_index])
+        raise ValueError(
+            f"turn {turn_index} of dialogue {dialogue.dialogue_id!r} is a {turn.role} "
+            f"{turn.act!r} turn; views are taken at system recommend turns."
+        )
+    history = tuple(
+        ContextTurn(t.role, t.act, t.text, t.poi_id if t.act == "recommend" else None)
+        for t in dialogue.turns[:turn_index]
+    )
     return DialogueView(dialogue.dialogue_id, dialogue.city, tuple(dialogue.candidates), history)
 
 

@@ -13,12 +13,29 @@ from recframe.conversational.baselines.popularity import PopularitySystem
 from recframe.conversational.baselines.rejection import RejectionAwareSystem
 from recframe.conversational.baselines.synthesis import SynthesisSystem
 
-SYSTEMS = {"popularity": PopularitySystem, "bm25": BM25System, "dense": DenseSystem,
-           "synthesis": SynthesisSystem, "rejection_aware": RejectionAwareSystem}
+SYSTEMS = {
+    "popularity": PopularitySystem,
+    "bm25": BM25System,
+    "dense": DenseSystem,
+    "synthesis": SynthesisSystem,
+    "rejection_aware": RejectionAwareSystem,
+}
 
-__all__ = ["System", "RetrievalSystem", "SentenceStore", "PopularitySystem", "BM25System", "DenseSystem",
-           "SynthesisSystem", "RejectionAwareSystem", "LLMSystem", "LLMAdapter", "CommandAdapter", "SYSTEMS",
-           "build_system"]
+__all__ = [
+    "System",
+    "RetrievalSystem",
+    "SentenceStore",
+    "PopularitySystem",
+    "BM25System",
+    "DenseSystem",
+    "SynthesisSystem",
+    "RejectionAwareSystem",
+    "LLMSystem",
+    "LLMAdapter",
+    "CommandAdapter",
+    "SYSTEMS",
+    "build_system",
+]
 
 
 def build_system(name: str, **settings: object) -> System:

@@ -1,7 +1,8 @@
 """The system interface and what the retrieval baselines share.
 
 A :class:`System` is fitted on the public :class:`~recframe.conversational.view.Catalog` and answers
-:class:`~recframe.conversational.view.DialogueView` s with :class:`~recframe.conversational.view.Prediction` s;
+:class:`~recframe.conversational.view.DialogueView` s with
+:class:`~recframe.conversational.view.Prediction` s;
 it never sees a release, a dialogue or the generator's truth.
 
 :class:`RetrievalSystem` turns a view into a query text, scores the candidates (subclasses), ranks them
@@ -57,7 +58,7 @@ class System(ABC):
         self.popularity_ = {pid: len(catalog.reviews_of.get(pid, ())) for pid in catalog.pois}
         return self
 
-    def prepare(self, views: Sequence[DialogueView]) -> None:
+    def prepare(self, views: Sequence[DialogueView]) -> None:  # noqa: B027 (an optional hook)
         """Optional: precompute what answering ``views`` needs in one go (e.g. embed every query)."""
 
     def predict(self, view: DialogueView) -> Prediction:
@@ -70,8 +71,10 @@ class System(ABC):
 
     def order(self, candidates: Sequence[str], scores: np.ndarray) -> tuple[str, ...]:
         """Candidates by descending score; ties by popularity (desc), then POI id."""
-        keys = sorted(range(len(candidates)),
-                      key=lambda i: (-scores[i], -self.popularity_.get(candidates[i], 0), candidates[i]))
+        keys = sorted(
+            range(len(candidates)),
+            key=lambda i: (-scores[i], -self.popularity_.get(candidates[i], 0), candidates[i]),
+        )
         return tuple(candidates[i] for i in keys)
 
 
@@ -93,10 +96,13 @@ class SentenceStore:
                 if j == len(self.texts):
                     self.texts.append(text)
                 self.of_poi.setdefault(review.poi_id, []).append((j, rid, start, end))
-        self.poi_index = {pid: np.array([j for j, *_ in occ], dtype=np.int64) for pid, occ in self.of_poi.items()}
+        self.poi_index = {
+            pid: np.array([j for j, *_ in occ], dtype=np.int64) for pid, occ in self.of_poi.items()
+        }
 
-    def best_citations(self, poi: str, sentence_scores: np.ndarray, n: int, catalog: Catalog,
-                       min_score: float = 0.0) -> tuple[Citation, ...]:
+    def best_citations(
+        self, poi: str, sentence_scores: np.ndarray, n: int, catalog: Catalog, min_score: float = 0.0
+    ) -> tuple[Citation, ...]:
         """The ``n`` highest-scoring distinct sentences of ``poi`` (score > ``min_score``), each cited from
         the first review holding it, with offsets."""
         seen: set[int] = set()
@@ -134,8 +140,12 @@ class RetrievalSystem(System):
         return user_text(view)
 
     @abstractmethod
-    def score_queries(self, queries: Sequence[str], candidates: Sequence[Sequence[str]],
-                      sentence_scores: list[np.ndarray] | None) -> list[np.ndarray]:
+    def score_queries(
+        self,
+        queries: Sequence[str],
+        candidates: Sequence[Sequence[str]],
+        sentence_scores: list[np.ndarray] | None,
+    ) -> list[np.ndarray]:
         """One score per candidate, for each query (``sentence_scores``: :meth:`sentence_scores` of the
         same queries when :attr:`ranks_by_sentences` or citations need them, else None)."""
 
@@ -149,8 +159,12 @@ class RetrievalSystem(System):
     def predict_many(self, views: Sequence[DialogueView]) -> list[Prediction]:
         return self.retrieve(views, [self.query_text(v) for v in views], self.rerank)
 
-    def retrieve(self, views: Sequence[DialogueView], queries: Sequence[str],
-                 rerank: Callable[[DialogueView, tuple[str, ...]], tuple[str, ...]]) -> list[Prediction]:
+    def retrieve(
+        self,
+        views: Sequence[DialogueView],
+        queries: Sequence[str],
+        rerank: Callable[[DialogueView, tuple[str, ...]], tuple[str, ...]],
+    ) -> list[Prediction]:
         """Rank each view's candidates for its query, re-rank, cite the best sentences of the top POI."""
         need = self.ranks_by_sentences or self.n_citations > 0
         sent = self.sentence_scores(queries) if need else None
@@ -158,8 +172,10 @@ class RetrievalSystem(System):
         rankings = [rerank(v, self.order(v.candidates, s)) for v, s in zip(views, scores)]
         if sent is None:
             return [Prediction(r) for r in rankings]
-        return [Prediction(r, self.sentences_.best_citations(r[0], s, self.n_citations, self.catalog_))
-                for r, s in zip(rankings, sent)]
+        return [
+            Prediction(r, self.sentences_.best_citations(r[0], s, self.n_citations, self.catalog_))
+            for r, s in zip(rankings, sent)
+        ]
 
     def rerank(self, view: DialogueView, ranking: tuple[str, ...]) -> tuple[str, ...]:
         """Hook for re-rankers (identity here)."""

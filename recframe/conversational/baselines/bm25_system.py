@@ -30,14 +30,20 @@ class BM25System(RetrievalSystem):
         super().fit(catalog)
         self.poi_ids_ = list(catalog.pois)
         self.row_ = {pid: i for i, pid in enumerate(self.poi_ids_)}
-        docs = [[tok for rid in catalog.reviews_of.get(pid, ()) for tok in tokenize(catalog.reviews[rid].text)]
-                for pid in self.poi_ids_]
+        docs = [
+            [tok for rid in catalog.reviews_of.get(pid, ()) for tok in tokenize(catalog.reviews[rid].text)]
+            for pid in self.poi_ids_
+        ]
         self.poi_bm25_ = BM25(self.k1, self.b).fit(docs)
         self.sent_bm25_ = BM25(self.k1, self.b).fit([tokenize(t) for t in self.sentences_.texts])
         return self
 
-    def score_queries(self, queries: Sequence[str], candidates: Sequence[Sequence[str]],
-                      sentence_scores: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    def score_queries(
+        self,
+        queries: Sequence[str],
+        candidates: Sequence[Sequence[str]],
+        sentence_scores: list[np.ndarray] | None = None,
+    ) -> list[np.ndarray]:
         out = []
         for q, cands in zip(queries, candidates):
             scores = self.poi_bm25_.scores(tokenize(q))

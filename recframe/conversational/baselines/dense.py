@@ -29,10 +29,12 @@ Embedder = Callable[[list[str]], np.ndarray]
 
 def minilm_embedder(encoder: str = DEFAULT_ENCODER, cache_dir: str | None = None) -> Embedder:
     """``texts -> [n, d]`` float32 with the offline encoder and its on-disk cache."""
+
     def embed(texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
         return text_embeddings([""] + list(texts), encoder=encoder, cache_dir=cache_dir)[1:]
+
     return embed
 
 
@@ -42,11 +44,17 @@ class SentenceIndex:
 
     def __init__(self, texts: Sequence[str], embed: Embedder, fetch: int = 4096) -> None:
         if isinstance(fetch, bool) or not isinstance(fetch, int) or fetch < 1:
-            raise ValueError(f"fetch={fetch!r}; it must be a positive integer (sentences retrieved per query).")
+            raise ValueError(
+                f"fetch={fetch!r}; it must be a positive integer (sentences retrieved per query)."
+            )
         self.embed, self.n = embed, len(texts)
         self.fetch = min(fetch, self.n)
-        self.index = ItemIndex.from_embeddings(np.asarray(embed(list(texts)), dtype=np.float32),
-                                               metric="cosine", padding_row=False, use_gpu=False)
+        self.index = ItemIndex.from_embeddings(
+            np.asarray(embed(list(texts)), dtype=np.float32),
+            metric="cosine",
+            padding_row=False,
+            use_gpu=False,
+        )
         self._memo: dict[str, np.ndarray] = {}
 
     def warm(self, queries: Sequence[str]) -> None:
@@ -75,8 +83,14 @@ class DenseSystem(RetrievalSystem):
     name = "Dense (MiniLM)"
     ranks_by_sentences = True
 
-    def __init__(self, encoder: str = DEFAULT_ENCODER, cache_dir: str | None = None, fetch: int = 4096,
-                 n_citations: int = 2, embed: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        encoder: str = DEFAULT_ENCODER,
+        cache_dir: str | None = None,
+        fetch: int = 4096,
+        n_citations: int = 2,
+        embed: Embedder | None = None,
+    ) -> None:
         super().__init__(n_citations)
         self.encoder, self.cache_dir, self.fetch = encoder, cache_dir, fetch
         self.embed = embed
@@ -93,9 +107,15 @@ class DenseSystem(RetrievalSystem):
     def sentence_scores(self, queries: Sequence[str]) -> list[np.ndarray]:
         return list(self.index_.scores(queries))
 
-    def score_queries(self, queries: Sequence[str], candidates: Sequence[Sequence[str]],
-                      sentence_scores: list[np.ndarray] | None) -> list[np.ndarray]:
+    def score_queries(
+        self,
+        queries: Sequence[str],
+        candidates: Sequence[Sequence[str]],
+        sentence_scores: list[np.ndarray] | None,
+    ) -> list[np.ndarray]:
         assert sentence_scores is not None
         empty = np.zeros(0, dtype=np.int64)
-        return [np.array([s[self.sentences_.poi_index.get(c, empty)].max(initial=-np.inf) for c in cands])
-                for s, cands in zip(sentence_scores, candidates)]
+        return [
+            np.array([s[self.sentences_.poi_index.get(c, empty)].max(initial=-np.inf) for c in cands])
+            for s, cands in zip(sentence_scores, candidates)
+        ]

@@ -44,15 +44,19 @@ class CommandAdapter:
 
     def __init__(self, command: Sequence[str], timeout_s: float = 120.0) -> None:
         if not command:
-            raise ValueError("CommandAdapter needs a command (an argument list, e.g. ['ollama', 'run', 'MODEL']).")
+            raise ValueError(
+                "CommandAdapter needs a command (an argument list, e.g. ['ollama', 'run', 'MODEL'])."
+            )
         self.command, self.timeout_s = list(command), timeout_s
 
     def complete(self, prompt: str) -> str:
-        done = subprocess.run(self.command, input=prompt, capture_output=True, text=True, timeout=self.timeout_s,
-                              check=False)
+        done = subprocess.run(
+            self.command, input=prompt, capture_output=True, text=True, timeout=self.timeout_s, check=False
+        )
         if done.returncode != 0:
-            raise RuntimeError(f"LLM command {self.command[0]!r} exited with {done.returncode}: "
-                               f"{done.stderr.strip()[:300]}")
+            raise RuntimeError(
+                f"LLM command {self.command[0]!r} exited with {done.returncode}: {done.stderr.strip()[:300]}"
+            )
         return done.stdout
 
 
@@ -76,8 +80,11 @@ def parse_reply(reply: str, candidates: Sequence[str]) -> tuple[tuple[str, ...],
         if isinstance(pid, str) and pid in cands and pid not in ranking:
             ranking.append(pid)
     ranking += [c for c in candidates if c not in ranking]
-    cites = tuple(Citation(str(c["review_id"]), c["text"]) for c in obj.get("citations", [])
-                  if isinstance(c, dict) and isinstance(c.get("text"), str) and "review_id" in c)
+    cites = tuple(
+        Citation(str(c["review_id"]), c["text"])
+        for c in obj.get("citations", [])
+        if isinstance(c, dict) and isinstance(c.get("text"), str) and "review_id" in c
+    )
     return tuple(ranking), cites
 
 
@@ -108,10 +115,12 @@ class LLMSystem(System):
             for rid in self.catalog_.reviews_of.get(pid, ())[: self.snippets]:
                 text = self.catalog_.reviews[rid].text
                 start, end = split_sentences(text)[0]
-                quotes.append(f"\"{text[start:end]}\" [{rid}]")
+                quotes.append(f'"{text[start:end]}" [{rid}]')
             lines.append(f"{pid} | {poi.name} | {', '.join(poi.categories)} | {' '.join(quotes)}")
-        lines.append('Reply with one JSON object: {"ranking": [candidate ids, best first], '
-                     '"citations": [{"review_id": id, "text": verbatim quote from that review}]}')
+        lines.append(
+            'Reply with one JSON object: {"ranking": [candidate ids, best first], '
+            '"citations": [{"review_id": id, "text": verbatim quote from that review}]}'
+        )
         return "\n".join(lines)
 
     def predict_many(self, views: Sequence[DialogueView]) -> list[Prediction]:

@@ -29,8 +29,14 @@ class SynthesisSystem(System):
 
     name = "Multi-Review Synthesis"
 
-    def __init__(self, encoder: str = DEFAULT_ENCODER, cache_dir: str | None = None, fetch: int = 4096,
-                 max_citations: int = 4, embed: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        encoder: str = DEFAULT_ENCODER,
+        cache_dir: str | None = None,
+        fetch: int = 4096,
+        max_citations: int = 4,
+        embed: Embedder | None = None,
+    ) -> None:
         self.encoder, self.cache_dir, self.fetch = encoder, cache_dir, fetch
         self.max_citations, self.embed = max_citations, embed
 
@@ -58,8 +64,15 @@ class SynthesisSystem(System):
         empty = np.zeros(0, dtype=np.int64)
         for view, cl in zip(views, parts):
             s = sims[[row[c] for c in cl]]  # [clauses, n_sentences]
-            per = np.array([[s[k, self.sentences_.poi_index.get(c, empty)].max(initial=-np.inf)
-                             for c in view.candidates] for k in range(len(cl))])
+            per = np.array(
+                [
+                    [
+                        s[k, self.sentences_.poi_index.get(c, empty)].max(initial=-np.inf)
+                        for c in view.candidates
+                    ]
+                    for k in range(len(cl))
+                ]
+            )
             ranking = self.order(view.candidates, per.mean(axis=0))
             out.append(Prediction(ranking, self.cite(ranking[0], s)))
         return out
@@ -73,8 +86,10 @@ class SynthesisSystem(System):
         for scores in clause_scores:
             if len(cites) == self.max_citations:
                 break
-            options = sorted((o for o in occ if o[0] not in used_sent and np.isfinite(scores[o[0]])),
-                             key=lambda o: (-scores[o[0]], o[1] in used_rev, o[1], o[2]))
+            options = sorted(
+                (o for o in occ if o[0] not in used_sent and np.isfinite(scores[o[0]])),
+                key=lambda o: (-scores[o[0]], o[1] in used_rev, o[1], o[2]),
+            )
             if not options:
                 continue
             j, rid, start, end = options[0]
