@@ -209,7 +209,7 @@ def save(name: str, payload: dict[str, Any]) -> Path:
 
 # ------------------------------------------------------------------ stability
 @torch.no_grad()
-def run_stability(segments_total: int, seed: int) -> dict[str, Any]:
+def run_stability(segments_total: int, seed: int, max_users: int | None = None) -> dict[str, Any]:
     """Stream 1,200+ segments per synthetic user through the trained RecMem; metrics per block of 100.
 
     The stream of a user is a sequence of whole segments drawn with replacement from the user's own
@@ -230,6 +230,8 @@ def run_stability(segments_total: int, seed: int) -> dict[str, Any]:
     hist = dm.split.train.histories
     users = np.flatnonzero(hist.lengths() >= SEGMENT)
     rng = np.random.default_rng(seed)
+    if max_users is not None and len(users) > max_users:
+        users = np.sort(rng.choice(users, size=max_users, replace=False))
     S = SEGMENT
     chunks = []
     for u in users:
@@ -485,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     st = sub.add_parser("stability")
     st.add_argument("--segments", type=int, default=1201)
     st.add_argument("--seed", type=int, default=0)
+    st.add_argument("--users", type=int, help="stream only this many users (a random subset)")
     co = sub.add_parser("cost")
     co.add_argument("--lengths", nargs="+", type=int, default=[320, 640, 1280, 3200, 6400, 12800, 32000])
     co.add_argument("--full-max", type=int, default=6400)
@@ -498,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
                 scores = ", ".join(f"R@{k} {res['test'][f'recall@{k}']:.4f}" for k in KS)
                 print(f"{ns.data} {model} seed {seed}: {scores} ({res['train_seconds']:.0f} s)")
     elif ns.part == "stability":
-        save("stability", run_stability(ns.segments, ns.seed))
+        save("stability", run_stability(ns.segments, ns.seed, ns.users))
     elif ns.part == "cost":
         save("cost", run_cost(ns.lengths, ns.full_max, 0))
     return render()
