@@ -217,7 +217,7 @@ def effects_share(runs: list[dict[str, Any]]) -> str:
     if not all(f"{k}_effects" in r["seconds"] for r in runs for k in keys):
         return ""
     share = {k: np.mean([r["seconds"][f"{k}_effects"] / r["seconds"][k] for r in runs]) for k in keys}
-    return (f" The per-item intervention effects (one forward pass per history item) take "
+    return (f" The intervention effects (one forward pass per maskable part) take "
             f"{100 * share['semantic_divergence']:.0f} % of Semantic Divergence's pipeline and "
             f"{100 * share['eed']:.0f} % of EED's.")
 
@@ -296,9 +296,18 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     if ns.task == "minilm":
         n_test = 300 if ns.test_users is None else ns.test_users
-        run = run_minilm(ns.valid_users, n_test, ns.batch)
-        publish([run], f"python -m benchmarks.cim_detection --task minilm --test-users {n_test}",
-                "cim_detection_minilm", ("wrong_top1", "miss@3"))
+        previous = RESULTS / "cim_detection_minilm.json"
+        if ns.render_only:
+            payload = json.loads(previous.read_text())
+            run = payload["runs"][0]
+            default = f"python -m benchmarks.cim_detection --task minilm --test-users {n_test}"
+            command = payload.get("command", default)
+        else:
+            run = run_minilm(ns.valid_users, n_test, ns.batch)
+            command = f"python -m benchmarks.cim_detection --task minilm --test-users {n_test}"
+            if ns.valid_users != 128:
+                command += f" --valid-users {ns.valid_users}"
+        publish([run], command, "cim_detection_minilm", ("wrong_top1", "miss@3"))
         return 0
     name = "cim_detection" if ns.epochs == 10 else f"cim_detection_e{ns.epochs}"
     command = "python -m benchmarks.cim_detection" + ("" if ns.epochs == 10 else f" --epochs {ns.epochs}")
@@ -322,7 +331,8 @@ def publish(runs: list[dict[str, Any]], command: str, name: str, errors: tuple[s
     differences = {f"{SHOWN[a]} − {SHOWN[b]}": {e: paired_bootstrap(runs, a, b, e) for e in errors}
                    for a, b in PAIRS}
     md = render(runs, differences, command, errors)
-    payload = {"config": str(CONFIG.relative_to(ROOT)), "budgets_searched": list(BUDGETS), "runs": runs,
+    payload = {"command": command, "config": str(CONFIG.relative_to(ROOT)), "budgets_searched": list(BUDGETS),
+               "runs": runs,
                "differences": differences, "bootstrap_draws": BOOTSTRAP}
     js, out = write_results(name, payload, md)
     print(md)
