@@ -39,7 +39,9 @@ batch, so they share the same load). Writes ``benchmarks/results/cim_detection.{
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -321,8 +323,14 @@ def main(argv: list[str] | None = None) -> int:
         publish(list(runs.values()), command, name)
         return 0
     for seed in ns.seeds:  # each finished seed is written at once; seeds not rerun keep their recorded runs
-        runs[seed] = run_seed(seed, ns.epochs, ns.valid_users, ns.test_users, ns.batch)
-        publish([runs[s] for s in sorted(runs)], command, name)
+        run = run_seed(seed, ns.epochs, ns.valid_users, ns.test_users, ns.batch)
+        # several processes (one per seed) may finish together: merge with the file as it is now, under a lock
+        with open(Path(tempfile.gettempdir()) / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            recorded = json.loads(previous.read_text())["runs"] if previous.exists() else []
+            runs = {r["seed"]: r for r in recorded}
+            runs[seed] = run
+            publish([runs[s] for s in sorted(runs)], command, name)
     return 0
 
 
