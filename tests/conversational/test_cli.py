@@ -11,23 +11,30 @@ import yaml
 from recframe.cli import main as recframe_main
 from recframe.conversational.cli import main, parse_config
 
-SMALL = {"benchmark": {"seeds": [0, 1], "generator": {"n_dialogues": 40, "n_pois": 120, "n_cities": 2}},
-         "baselines": ["popularity", "bm25", {"name": "rejection_aware", "base": "bm25"}],
-         "bootstrap": {"samples": 300}}
+SMALL = {
+    "benchmark": {"seeds": [0, 1], "generator": {"n_dialogues": 40, "n_pois": 120, "n_cities": 2}},
+    "baselines": ["popularity", "bm25", {"name": "rejection_aware", "base": "bm25"}],
+    "bootstrap": {"samples": 300},
+}
 
 
-@pytest.mark.parametrize("raw, key", [
-    ({"benchmarks": {}}, "'benchmarks'"),
-    ({"benchmark": {"generator": {"n_dialogue": 5}}}, "'benchmark.generator.n_dialogue'"),
-    ({"benchmark": {"generator": {"n_dialogues": 0}}}, "'benchmark.generator'"),
-    ({"benchmark": {"seeds": "0"}}, "'benchmark.seeds'"),
-    ({"benchmark": {"release": "no/such/folder"}}, "'benchmark.release'"),
-    ({"baselines": ["bm25", "gpt"]}, "'baselines[1]'"),
-    ({"metrics": {"ks": [1, 0]}}, "'metrics.ks'"),
-    ({"metrics": {"cutoff": 3}}, "'metrics.cutoff'"),
-    ({"output": "here"}, "'output'"),
-])
-def test_config_errors_name_the_key(raw: dict, key: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "raw, key",
+    [
+        ({"benchmarks": {}}, "'benchmarks'"),
+        ({"benchmark": {"generator": {"n_dialogue": 5}}}, "'benchmark.generator.n_dialogue'"),
+        ({"benchmark": {"generator": {"n_dialogues": 0}}}, "'benchmark.generator'"),
+        ({"benchmark": {"seeds": "0"}}, "'benchmark.seeds'"),
+        ({"benchmark": {"release": "no/such/folder"}}, "'benchmark.release'"),
+        ({"baselines": ["bm25", "gpt"]}, "'baselines[1]'"),
+        ({"metrics": {"ks": [1, 0]}}, "'metrics.ks'"),
+        ({"metrics": {"cutoff": 3}}, "'metrics.cutoff'"),
+        ({"output": "here"}, "'output'"),
+    ],
+)
+def test_config_errors_name_the_key(
+    raw: dict, key: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(raw))
     with pytest.raises(SystemExit) as info:
