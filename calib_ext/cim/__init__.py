@@ -1,9 +1,9 @@
 """CIM: causal-invariant masking uncertainty (seed ¶16): Semantic Divergence and Expected Embedding Drift.
 
 * :mod:`~calib_ext.cim.adapters`: what CIM needs of a model (parts, output embedding, predictive
-  distribution);
-  :class:`RecommenderAdapter` for recframe's sequential embedding models, :class:`TextMultipleChoiceAdapter`
-  for a sentence encoder answering multiple-choice questions;
+  distribution); :class:`RecommenderAdapter` for recframe's sequential embedding models;
+* :mod:`~calib_ext.cim.text`: :class:`~calib_ext.cim.text.TextMultipleChoiceAdapter`, a sentence encoder
+  (the offline MiniLM) answering multiple-choice questions, tokens as parts;
 * :mod:`~calib_ext.cim.focus`: intervention effects of the parts and the causally-focused view;
 * :mod:`~calib_ext.cim.divergence`: Semantic Divergence (JS over semantic classes of outcomes);
 * :mod:`~calib_ext.cim.drift`: geodesic distance and Expected Embedding Drift (EED);
