@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import yaml
 
 from benchmarks.common import RESULTS, fit_and_test, write_results
 from calib_ext.metrics import calibration_summary, ece_from_confidence, reliability_diagram
@@ -50,6 +51,7 @@ NAME = "calibration_ml100k"
 METRICS = ("ece", "ece_mass", "nll", "brier", "accuracy")
 BOOTSTRAP = 2000
 N_BINS = 15
+BUILD_SECTIONS = ("seed_everything", "model", "data", "trainer", "optimizer", "lr_scheduler")
 
 Calibrator = Callable[[Any, Any, tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
                       tuple[torch.Tensor, dict[str, Any]]]
@@ -87,9 +89,12 @@ def model_and_data(ckpt_path: str | Path) -> tuple[Any, Any]:
     if not config:
         raise SystemExit(f"checkpoint {ckpt_path} carries no resolved config (recframe.config); pass a "
                          "checkpoint written by `recframe fit`")
+    # a `recframe fit` config also records the subcommand's own options (ckpt_path, weights_only), which
+    # building model and data without running does not take: keep the sections that define them
+    sections = {k: v for k, v in yaml.safe_load(config).items() if k in BUILD_SECTIONS}
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "config.yaml"
-        cfg.write_text(config)
+        cfg.write_text(yaml.safe_dump(sections))
         cli = run_cli(["--config", str(cfg), "--trainer.logger", "false", "--trainer.enable_progress_bar",
                        "false"], run=False)
     model, dm = cli.model, cli.datamodule
@@ -196,6 +201,9 @@ def render(results: dict[str, Any]) -> str:
             temps = [r["methods"][method]["info"].get("temperature") for r in have]
             t = "" if None in temps else f"{np.mean(temps):.3f}"
             lines.append(f"| {model} | {method} | {len(have)} | " + " | ".join(cells) + f" | {t} |")
+    for model, block in results["models"].items():
+        ckpts = ", ".join(f"`{r['checkpoint']}`" for r in block["runs"].values())
+        lines.append(f"\n{model} runs: {ckpts}.")
     lines += ["", "Change from `before` (mean over runs, 95 % paired bootstrap over test users; "
               "\"n.s.\" = no significant difference):", "",
               "| model | method | ΔECE | ΔNLL | ΔBrier | Δaccuracy |", "|---|---|---|---|---|---|"]
