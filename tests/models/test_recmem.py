@@ -238,16 +238,20 @@ def test_serving_restores_and_ranks_like_the_model(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_recmem_beats_truncation_on_planted_long_range_theme() -> None:
-    """The theme is shown only early; the held-out items are theme items. A 16-item window misses it."""
+    """The theme is frequent early and rare late; the held-out items are theme items.
+
+    Late reappearances (3% of the events) are what teaches a model that the early theme matters later;
+    a 16-item window holds one with probability ~0.39, the memory holds the early phase.
+    """
     from recframe.metrics import FullRankingEvaluator
     from recframe.models.sasrec import SASRec
 
     synth = {"n_users": 100, "n_clusters": 6, "items_per_cluster": 120, "min_events": 300, "max_events": 320,
-             "early_events": 60, "early_rate": 0.5, "late_rate": 0.0, "seed": 1}
+             "early_events": 60, "early_rate": 0.5, "late_rate": 0.03, "seed": 1}
 
     def fit(model, max_len: int) -> float:
-        dm = RecDataModule(dataset="synthetic-long", synthetic=synth, max_len=max_len, batch_size=32)
-        trainer = L.Trainer(max_epochs=10, logger=False, enable_checkpointing=False,
+        dm = RecDataModule(dataset="synthetic-long", synthetic=synth, max_len=max_len, batch_size=16)
+        trainer = L.Trainer(max_epochs=20, logger=False, enable_checkpointing=False,
                             enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
                             limit_val_batches=0)
         trainer.fit(model, dm)
@@ -266,5 +270,5 @@ def test_recmem_beats_truncation_on_planted_long_range_theme() -> None:
     trunc = fit(SASRec(n_items, max_len=16, hidden=32, n_layers=1, inner=64, dropout=0.1, attn_dropout=0.1,
                        lr=5e-3), 16)
     # theme-blind chance: ~50 of the ~420 unseen items; knowing the theme: ~50 of its ~90 unseen items
-    assert recmem > trunc + 0.1, (recmem, trunc)
+    assert recmem > trunc + 0.05, (recmem, trunc)
     assert np.isfinite(recmem)
