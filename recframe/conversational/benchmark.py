@@ -214,7 +214,9 @@ def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
 
 
 def _f(x: float, digits: int = 3) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+    if x is None or math.isnan(x):
+        return "n/a"
+    return ("inf" if x > 0 else "-inf") if math.isinf(x) else f"{x:.{digits}f}"
 
 
 def _p(p: float) -> str:
@@ -282,7 +284,7 @@ def render_markdown(payload: dict[str, Any]) -> str:
             f"{_f(pr['citation_precision']['rho'])} | {_p(pr['citation_precision']['p'])} | |",
         ]
         for s in systems:
-            if s in agree:
+            if s in agree and agree[s]["n"] > 0:  # systems that cite
                 a = agree[s]
                 lines.append(
                     f"| {s}: Grounding Score | {a['n']} | {_f(a['rho'])} | {_p(a['p'])} | "

@@ -2,7 +2,7 @@
 
 ::
 
-    recframe conversational evaluate --config configs/conversational_trace.yaml
+    recframe conversational evaluate --config configs/conversational_trace.yaml [--seeds 0 1]
     recframe conversational generate --out datasets/trace-synthetic \
         [--dialogues 1000] [--pois 2400] [--seed 0]
     recframe conversational validate datasets/trace
@@ -177,9 +177,12 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     cfg, out = parse_config(_load_yaml(args.config))
     cfg.progress = not args.no_progress
+    if args.seeds:
+        cfg.seeds = tuple(args.seeds)
     started = time.perf_counter()
     payload = run_benchmark(cfg)
-    payload["command"] = f"recframe conversational evaluate --config {args.config}"
+    seeds = f" --seeds {' '.join(map(str, args.seeds))}" if args.seeds else ""
+    payload["command"] = f"recframe conversational evaluate --config {args.config}{seeds}"
     payload["wall_seconds"] = time.perf_counter() - started
     markdown = render_markdown(payload)
     js, md = write_report(out["dir"], out["name"], payload, markdown)
@@ -225,6 +228,7 @@ def main(argv: list[str]) -> int:
     ev = sub.add_parser("evaluate", help="run the baselines and write the results tables")
     ev.add_argument("--config", required=True, help="YAML config (see recframe.conversational.cli)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ev.add_argument("--seeds", type=int, nargs="+", help="override benchmark.seeds")
     gen = sub.add_parser("generate", help="write a synthetic release with planted ground truth")
     gen.add_argument("--out", required=True)
     gen.add_argument("--dialogues", type=int, default=1000)

@@ -312,7 +312,12 @@ def validate_release(folder: str | Path) -> list[Issue]:
     )
     lexicon = folder / "lexicon.json"
     if lexicon.is_file():
-        issues += [Issue("lexicon.json", 0, f, m) for f, m in check_lexicon(_load_json(lexicon))]
+        try:
+            parsed = json.loads(lexicon.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            issues.append(Issue("lexicon.json", exc.lineno, "<json>", f"not valid JSON ({exc.msg})"))
+        else:
+            issues += [Issue("lexicon.json", 0, f, m) for f, m in check_lexicon(parsed)]
     return issues
 
 
@@ -331,13 +336,6 @@ def check_lexicon(obj: Any) -> list[tuple[str, str]]:
             if not isinstance(ph, list) or not all(_is_str(p) for p in ph)
         ]
     return errs
-
-
-def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        return exc  # reported by check_lexicon as not an object
 
 
 def _validated(

@@ -156,3 +156,11 @@ def test_yelp_field_names_load(tmp_path: Path) -> None:
     loaded = load_release(folder)
     assert loaded.pois["A"].categories == ("Restaurants", "Thai")
     assert "parking" not in loaded.pois["A"].attributes and loaded.reviews["rA1"].poi_id == "A"
+
+
+def test_lexicon_errors(tmp_path: Path) -> None:
+    folder = _write(tmp_path)
+    (folder / "lexicon.json").write_text('{"price": {"cheap": "cheap"}}')
+    assert ("lexicon.json", 0, "price.cheap") in _where(validate_release(folder))
+    (folder / "lexicon.json").write_text("{oops")
+    assert ("lexicon.json", 1, "<json>") in _where(validate_release(folder))
