@@ -43,6 +43,12 @@ def fit_and_test(
     trainer.fit(model, dm, ckpt_path=str(ckpt_path) if ckpt_path else None)
     train_s = time.perf_counter() - start
     best = trainer.checkpoint_callback.best_model_path or None
+    if best is None:  # e.g. a time cap hit before the first validation: the last weights get tested
+        import logging
+
+        logging.getLogger("recframe.runs").warning(
+            "%s: no best-validation checkpoint exists (did validation run?); testing the last weights, which "
+            "the result marks with selected_by_validation=False", config)
     val = trainer.validate(model, dm, ckpt_path=best, verbose=False)[0]
     test = trainer.test(model, dm, ckpt_path=best, verbose=False)[0]
     extra_results = after_test(model.eval(), dm) if after_test is not None else {}
@@ -54,6 +60,7 @@ def fit_and_test(
         "epochs": trainer.current_epoch,
         "best_checkpoint_epoch": _epoch_of(best),
         "best_checkpoint": best,
+        "selected_by_validation": best is not None,
         "seed": cli.config.get("seed_everything"),
         "data_fingerprint": dm.fingerprint,
         "valid": {k[len("val/"):]: v for k, v in val.items() if k.startswith("val/")},
