@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from recframe.conversational.schema import Dialogue, Release, Review
+from recframe.conversational.schema import Citation, Dialogue, Release, Review
 
 __all__ = ["ContextTurn", "DialogueView", "PublicPOI", "Catalog", "Prediction", "dialogue_view"]
 
@@ -119,4 +119,4 @@ class Prediction:
     """
 
     ranking: tuple[str, ...]
-    citations: tuple = ()
+    citations: tuple[Citation, ...] = ()
