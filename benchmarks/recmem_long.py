@@ -432,7 +432,12 @@ def render() -> int:
         lo, hi = s["ci95"]
         md += ["", f"HR@10, last 100 segments − first 100: {s['hr10_last_minus_first']:+.4f} (95% CI over "
                f"segments [{lo:+.4f}, {hi:+.4f}]): "
-               + ("no significant drift." if lo <= 0 <= hi else "drift."), ""]
+               + ("no significant drift." if lo <= 0 <= hi else "drift.")]
+        steady = [b["hr@10"] for b in s["blocks"][1:]]
+        if steady:
+            md.append(f"After the first 100 segments the block HR@10 stays within [{min(steady):.4f}, "
+                      f"{max(steady):.4f}] (block 100-200: {steady[0]:.4f}, last block: {steady[-1]:.4f}).")
+        md.append("")
         payload["stability"] = s
     cost = RUNS / "cost.json"
     if cost.exists():
