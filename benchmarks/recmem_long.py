@@ -368,7 +368,10 @@ def render() -> int:
     md = ["## Long histories: RecMem vs full attention vs truncation (leave-one-out, full ranking, test)\n",
           "Command: `python -m benchmarks.recmem_long accuracy|stability|cost|render` (module docstring).",
           f"RecMem: M = {SLOTS} slots, segments of S = {SEGMENT}; Truncation: SASRec on the last {BUDGET} "
-          "items; Full: SASRec on the whole prefix. Mean over seeds (± std where > 1 seed).\n"]
+          "items; Full: SASRec on the whole prefix. Mean over seeds (± std where > 1 seed).",
+          "A run marked `cut` was stopped by a time limit before its last epoch; it reports its best "
+          "validation epoch so far. Models with different epochs trained are not an equal-budget "
+          "comparison: read each run's validation curve (JSON) at equal epochs as well.\n"]
     payload: dict[str, Any] = {"runs": runs}
     for data in DATA:
         sel = [r for r in runs if r["data"] == data]
