@@ -4,6 +4,7 @@ from recframe.models.base import EmbeddingModel, RecModel
 from recframe.models.bpr import BPRMF
 from recframe.models.lightgcn import LightGCN
 from recframe.models.popularity import Popularity
+from recframe.models.recmem import RecMem
 from recframe.models.sasrec import SASRec
 
-__all__ = ["RecModel", "EmbeddingModel", "Popularity", "BPRMF", "LightGCN", "SASRec"]
+__all__ = ["RecModel", "EmbeddingModel", "Popularity", "BPRMF", "LightGCN", "SASRec", "RecMem"]

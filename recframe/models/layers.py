@@ -136,3 +136,15 @@ class CrossAttention(nn.Module):
                                                dropout_p=self.dropout if self.training else 0.0)
         out = self.out(heads.transpose(1, 2).reshape(B, M, D))
         return out * any_key[:, None, None].to(out.dtype)
+
+
+def init_transformer_weights(module: nn.Module) -> None:
+    """RecBole's/SASRec's init, applied with ``model.apply``: every ``Linear`` and ``Embedding`` weight
+    N(0, 0.02), ``Linear`` biases 0, and an ``Embedding``'s padding row 0."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()

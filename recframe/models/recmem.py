@@ -75,7 +75,12 @@ import torch
 from torch import Tensor, nn
 
 from recframe.models.base import EmbeddingModel
-from recframe.models.layers import CrossAttention, TransformerBlock, sequence_attention_mask
+from recframe.models.layers import (
+    CrossAttention,
+    TransformerBlock,
+    init_transformer_weights,
+    sequence_attention_mask,
+)
 from recframe.models.losses import next_item_loss
 
 
@@ -221,15 +226,7 @@ class RecMem(EmbeddingModel):
         self._state_cache: OrderedDict[str, Tensor] | None = None
         self._cache_size = 0
 
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, std=0.02)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
-            if isinstance(module, nn.Embedding) and module.padding_idx is not None:
-                with torch.no_grad():
-                    module.weight[module.padding_idx].zero_()
+    _init_weights = staticmethod(init_transformer_weights)
 
     # ------------------------------------------------------------ pieces
     def decoder_tokens(self) -> int:

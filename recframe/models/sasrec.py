@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from recframe.models.base import EmbeddingModel
-from recframe.models.layers import TransformerBlock, sequence_attention_mask
+from recframe.models.layers import TransformerBlock, init_transformer_weights, sequence_attention_mask
 
 
 class SASRec(EmbeddingModel):
@@ -65,15 +65,7 @@ class SASRec(EmbeddingModel):
         self.final_norm = nn.LayerNorm(hidden)
         self.apply(self._init_weights)
 
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, std=0.02)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
-            if isinstance(module, nn.Embedding) and module.padding_idx is not None:
-                with torch.no_grad():
-                    module.weight[module.padding_idx].zero_()
+    _init_weights = staticmethod(init_transformer_weights)
 
     def encode(self, items: Tensor) -> Tensor:
         """Hidden states ``[B, L, d]`` for left-padded item sequences ``[B, L]``."""
