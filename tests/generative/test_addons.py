@@ -278,7 +278,8 @@ def test_beam_validation_equals_exact_with_a_full_beam_and_floors_the_rest(cls) 
     torch.testing.assert_close(full[:, 1:], exact[:, 1:], rtol=1e-4, atol=1e-4)
     torch.testing.assert_close(partial, full)
     kept = top5[:, 1:] > -1e8
-    assert kept.sum(1).tolist() == [5, 5] and torch.isfinite(top5[:, 1:]).all() and torch.isinf(top5[:, 0]).all()
+    assert kept.sum(1).tolist() == [5, 5]
+    assert torch.isfinite(top5[:, 1:]).all() and torch.isinf(top5[:, 0]).all()
     torch.testing.assert_close(top5[:, 1:][kept], exact[:, 1:][kept], rtol=1e-4, atol=1e-4)  # exact log-probs
     with pytest.raises(ValueError, match="validation_beam must be >= 1"):
         cls(n_items=40, validation_beam=0)

@@ -139,7 +139,7 @@ def test_recommender_serves_a_checkpoint_written_with_the_former_trierec_flag(tm
 
 
 def test_tokenizer_inputs_collaborative_hybrid_and_regularised(tmp_path: Path) -> None:
-    """Collaborative, hybrid and LETTER-regularised IDs from a collaborative item table (.npy), with errors."""
+    """Collaborative, hybrid and LETTER-regularised IDs from a collaborative table (.npy), with errors."""
     import numpy as np
 
     from recframe.data.datamodule import RecDataModule
