@@ -183,6 +183,7 @@ def summarise(runs: Mapping[str, list[dict[str, Any]]], split: str = "test") -> 
         entry: dict[str, Any] = {"seeds": [r["seed"] for r in group]}
         for metric in METRICS:
             entry[metric] = mean_std([r[split][metric] for r in group])
+        entry["valid_ndcg@10"] = mean_std([r["valid"]["ndcg@10"] for r in group])
         fresh = [r["train_seconds"] for r in group if not r.get("resumed_from")]
         entry["train_seconds"] = mean_std(fresh) if fresh else (float("nan"), 0.0)
         entry["selected_epochs"] = [r["best_checkpoint_epoch"] for r in group]
@@ -214,18 +215,26 @@ def verdict(diff: Mapping[str, Any]) -> str:
 
 def render(summary: Mapping[str, Mapping[str, Any]], comparisons: Mapping[str, Any], command: str) -> str:
     """The markdown table (mean ± std over seeds) and the paired comparisons."""
-    head = "| model | seeds | " + " | ".join(METRICS) + " | train s (1 thread) | selected epoch (of run) |"
-    lines = [head, "|---|---:|" + "---:|" * (len(METRICS) + 2)]
+    head = ("| model | seeds | validation ndcg@10 | " + " | ".join(METRICS)
+            + " | train s (1 thread) | selected epoch (of run) |")
+    lines = [head, "|---|---:|" + "---:|" * (len(METRICS) + 3)]
+
+    def cell(value: tuple[float, float], n: int) -> str:
+        return f"{value[0]:.4f} ± {value[1]:.4f}" if n > 1 else f"{value[0]:.4f}"
+
     for row, entry in summary.items():
-        cells = [f"{entry[m][0]:.4f} ± {entry[m][1]:.4f}" for m in METRICS]
+        n = len(entry["seeds"])
+        cells = [cell(entry["valid_ndcg@10"], n)] + [cell(entry[m], n) for m in METRICS]
         epochs = ", ".join(f"{s} ({e})" for s, e in zip(entry["selected_epochs"], entry["epochs"]))
         lines.append(f"| {row} | {len(entry['seeds'])} | " + " | ".join(cells)
                      + f" | {entry['train_seconds'][0]:.0f} | {epochs} |")
     text = ("## ML-100K, semantic-ID generative models, leave-one-out, full ranking (seen items masked), "
             "test split\n\n"
             f"Command: `{command}`. Mean ± sample std over seeds (network, tokenizer and collaborative-table "
-            "seed). Each run trains at 1 thread (two runs shared the 2 cores, with other work beside, so "
-            "*train s* is indicative) and is tested at its best-validation epoch; an epoch is 0-based.\n\n"
+            "seed); a single seed shows its value. Validation is the beam-search validation the runs were "
+            "selected by (all 943 users). Each run trains at 1 thread (two runs shared the 2 cores, with "
+            "other work beside, so *train s* is indicative) and is tested at its best-validation epoch; an "
+            "epoch is 0-based.\n\n"
             + "\n".join(lines) + "\n")
     if comparisons:
         text += "\nPaired per-user differences of test NDCG@10 (each user averaged over seeds first):\n\n"
