@@ -16,7 +16,7 @@ from calib_ext.next_item import next_item_logits
 from recframe.data.datamodule import RecDataModule
 from recframe.metrics import FullRankingEvaluator
 from recframe.models import SASRec
-from recframe.models.base import RecModel
+from tests.planted_scores import PlantedScores
 
 NINF = float("-inf")
 
@@ -51,20 +51,6 @@ def test_family_streams_the_offline_definitions() -> None:
     ref = calibration_summary(logits, y, n_bins=10)
     for name in ("ece", "classwise_ece", "nll", "brier", "accuracy"):
         assert got[f"cal_{name}"] == pytest.approx(ref[name], abs=1e-10)
-
-
-class PlantedScores(RecModel):
-    """The same fixed scores for every user (row 0 padding): probabilities known in advance."""
-
-    def __init__(self, scores: np.ndarray) -> None:
-        super().__init__(len(scores) - 1)
-        self.register_buffer("scores", torch.as_tensor(scores, dtype=torch.float32))
-
-    def loss(self, batch):
-        return None
-
-    def score(self, batch):
-        return self.scores[None, :].expand(batch["users"].shape[0], -1)
 
 
 def _datamodule(**kw) -> RecDataModule:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 
+import netcal.metrics as netcal_metrics  # noqa: E402  (the dev extra's reference implementations)
 import numpy as np
 import pytest
+import sklearn.metrics as skm  # noqa: E402
 import torch
+import torchmetrics.functional.classification as tmf  # noqa: E402
 
 from calib_ext.metrics import (
     accuracy,
@@ -19,10 +22,6 @@ from calib_ext.metrics import (
     top_label_ece,
     width_bin_index,
 )
-
-netcal_metrics = pytest.importorskip("netcal.metrics")
-tmf = pytest.importorskip("torchmetrics.functional.classification")
-skm = pytest.importorskip("sklearn.metrics")
 
 
 def _random(seed: int, n: int, c: int, concentration: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
+import scipy.optimize as scipy_optimize  # noqa: E402
 import torch
 
 from calib_ext.metrics import accuracy, nll, top_label_ece
 from calib_ext.temperature import TemperatureScaler
-
-scipy_optimize = pytest.importorskip("scipy.optimize")
 
 
 def _planted(seed: int, n: int = 10_000, c: int = 10,

@@ -7,13 +7,12 @@ import json
 import lightning as L
 import numpy as np
 import pytest
-import torch
 
 from causal_ext.parents.callback import IndRMFeatureReport, item_feature_matrix
 from recframe.data.datamodule import RecDataModule
 from recframe.data.interactions import ItemFeatures
 from recframe.models import BPRMF
-from recframe.models.base import RecModel
+from tests.planted_scores import PlantedScores
 
 
 def test_item_feature_matrix_columns():
@@ -26,20 +25,6 @@ def test_item_feature_matrix_columns():
     np.testing.assert_array_equal(x[:, 1], [1, 1, 0, 0])
     with pytest.raises(ValueError, match="no side features"):
         item_feature_matrix(None, 4)
-
-
-class PlantedScores(RecModel):
-    """A fixed item score vector (row 0 padding) for every user: scores with a known cause."""
-
-    def __init__(self, scores: np.ndarray) -> None:
-        super().__init__(len(scores) - 1)
-        self.register_buffer("scores", torch.as_tensor(scores, dtype=torch.float32))
-
-    def loss(self, batch):
-        return None
-
-    def score(self, batch):
-        return self.scores[None, :].expand(batch["users"].shape[0], -1)
 
 
 def _datamodule() -> RecDataModule:
