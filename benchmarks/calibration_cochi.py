@@ -5,7 +5,7 @@ Run (after ``recframe data prepare ml-100k`` and SASRec checkpoints from ``recfr
 configs/sasrec_ml100k.yaml --seed_everything S``)::
 
     python -m benchmarks.calibration_cochi --sasrec CKPT_SEED0 CKPT_SEED1 CKPT_SEED2 --minilm
-    python -m benchmarks.calibration_cochi --generative TIGER_CKPT        # adds the generative rows
+    python -m benchmarks.calibration_cochi --generative G0 G1 G2          # adds the generative rows (a seed each)
 
 Protocol. Recommenders: the prediction is the next item, the probability the softmax of ``model.score`` over
 the catalogue with the padding column and the user's seen items masked (what full ranking ranks), the label
@@ -87,49 +87,32 @@ def gains(per_ex: list[dict[str, dict[str, np.ndarray]]]) -> dict[str, Any]:
             for other in ("before", "temperature")}
 
 
-# -------------------------------------------------------------------------------------------- SASRec
-def sasrec_runs(ckpts: list[str], max_heads: int) -> list[dict[str, Any]]:
+# ----------------------------------------------------------------------------------- recommenders
+def recommender_runs(ckpts: list[str], max_heads: int, label: str) -> list[dict[str, Any]]:
+    """The protocol on each recframe checkpoint (one a seed): its own config's data section gives the
+    datamodule, so SASRec and the generative backbones share this path."""
     import yaml
 
     from recframe.data.datamodule import RecDataModule
     from recframe.serving import Recommender
 
-    data = yaml.safe_load(CONFIG.read_text())["data"]
     keep = ("dataset", "split", "max_len", "batch_size")
-    dm = RecDataModule(**{k: v for k, v in data.items() if k in keep})
-    dm.setup("test")
-    valid, test = RecTask(dm.eval_view("valid")), RecTask(dm.eval_view("test"))
     runs = []
     for path in ckpts:
-        model = Recommender.from_checkpoint(path, index=None).model.eval()
         meta = torch.load(path, map_location="cpu", weights_only=True).get("recframe", {})
-        run = evaluate(model, valid, test, CoCHI(max_heads=max_heads))
-        run.update(checkpoint=_shown(path), seed=meta.get("seed"), data_fingerprint=dm.fingerprint)
+        data = (yaml.safe_load(meta.get("config") or "") or {}).get("data") or \
+            yaml.safe_load(CONFIG.read_text())["data"]
+        dm = RecDataModule(**{k: v for k, v in data.items() if k in keep})
+        dm.setup("test")
+        model = Recommender.from_checkpoint(path, index=None).model.eval()
+        run = evaluate(model, RecTask(dm.eval_view("valid")), RecTask(dm.eval_view("test")),
+                       CoCHI(max_heads=max_heads))
+        run.update(checkpoint=_shown(path), seed=meta.get("seed"), model=meta.get("model_class"),
+                   data_fingerprint=dm.fingerprint)
         runs.append(run)
-        print(f"SASRec seed {run['seed']}: " + json.dumps({m: {k: round(v[k], 4) for k in COLUMNS}
-                                                           for m, v in run["test"].items()}), flush=True)
+        print(f"{label} seed {run['seed']}: " + json.dumps({m: {k: round(v[k], 4) for k in COLUMNS}
+                                                            for m, v in run["test"].items()}), flush=True)
     return runs
-
-
-def generative_runs(ckpt: str, max_heads: int) -> list[dict[str, Any]]:
-    """The same protocol on a generative checkpoint (its config's data section gives the datamodule)."""
-    import yaml
-
-    from recframe.data.datamodule import RecDataModule
-    from recframe.serving import Recommender
-
-    raw = torch.load(ckpt, map_location="cpu", weights_only=True)
-    cfg = yaml.safe_load(raw["recframe"]["config"]) or {}
-    data = cfg.get("data", {})
-    keep = ("dataset", "split", "max_len", "batch_size")
-    dm = RecDataModule(**{k: v for k, v in data.items() if k in keep})
-    dm.setup("test")
-    model = Recommender.from_checkpoint(ckpt, index=None).model.eval()
-    run = evaluate(model, RecTask(dm.eval_view("valid")), RecTask(dm.eval_view("test")),
-                   CoCHI(max_heads=max_heads))
-    run.update(checkpoint=_shown(ckpt), seed=raw["recframe"].get("seed"),
-               model=raw["recframe"]["model_class"])
-    return [run]
 
 
 # -------------------------------------------------------------------------------------------- MiniLM
@@ -211,9 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sasrec", nargs="*", default=[], metavar="CKPT",
                         help="SASRec checkpoints (one a seed)")
-    parser.add_argument("--generative", "--ckpt", dest="generative", metavar="CKPT",
-                        help="a TIGER / SIDDecoder checkpoint (row pending without it)")
+    parser.add_argument("--generative", "--ckpt", dest="generative", nargs="*", default=[], metavar="CKPT",
+                        help="TIGER / SIDDecoder checkpoints, one a seed (row pending without them)")
     parser.add_argument("--minilm", action="store_true", help="run the MiniLM multiple-choice task")
+    parser.add_argument("--minilm-seeds", nargs="*", type=int, default=[0, 1, 2],
+                        help="MiniLM seeds (each draws the options, the split and the test subset)")
     parser.add_argument("--valid-fraction", type=float, default=0.1)
     parser.add_argument("--max-heads", type=int, default=8)
     parser.add_argument("--minilm-max-heads", type=int, default=4,
@@ -226,11 +211,12 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     results: dict[str, list[dict[str, Any]]] = {}
     if ns.sasrec:
-        results["SASRec"] = sasrec_runs(ns.sasrec, ns.max_heads)
+        results["SASRec"] = recommender_runs(ns.sasrec, ns.max_heads, "SASRec")
     if ns.generative:
-        results["generative"] = generative_runs(ns.generative, ns.max_heads)
+        results["generative"] = recommender_runs(ns.generative, ns.max_heads, "generative")
     if ns.minilm:
-        results["MiniLM multiple choice"] = [minilm_run(ns.valid_fraction, ns.minilm_max_heads, ns.max_test)]
+        results["MiniLM multiple choice"] = [
+            minilm_run(ns.valid_fraction, ns.minilm_max_heads, ns.max_test, seed) for seed in ns.minilm_seeds]
     for runs in results.values():
         for r in runs:
             r["per_example"] = {m: {k: np.asarray(v).tolist() for k, v in d.items()}
@@ -241,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     results = {**recorded, **results}
     results.setdefault("generative", [])
     results = {k: results[k] for k in PARTS if k in results}
-    md = render(results, "python -m benchmarks.calibration_cochi --sasrec CKPT0 CKPT1 CKPT2 --minilm")
+    md = render(results, "python -m benchmarks.calibration_cochi --sasrec CKPT0 CKPT1 CKPT2 "
+                 "--generative CKPT0 CKPT1 CKPT2 --minilm")
     js, out = write_results(NAME, {"results": results, "config": str(CONFIG.name)}, md)
     print(md)
     print(f"wrote {js} and {out}")
