@@ -5,7 +5,7 @@ Run (after ``recframe data prepare ml-100k`` and SASRec checkpoints from ``recfr
 configs/sasrec_ml100k.yaml --seed_everything S``)::
 
     python -m benchmarks.calibration_cochi --sasrec CKPT_SEED0 CKPT_SEED1 CKPT_SEED2 --minilm
-    python -m benchmarks.calibration_cochi --generative G0 G1 G2          # adds the generative rows (a seed each)
+    python -m benchmarks.calibration_cochi --generative G0 G1 G2        # the generative rows, a seed each
 
 Protocol. Recommenders: the prediction is the next item, the probability the softmax of ``model.score`` over
 the catalogue with the padding column and the user's seen items masked (what full ranking ranks), the label

@@ -47,3 +47,20 @@ def test_paired_gain_and_no_significant_difference_wording() -> None:
     assert same["mean"] == 0.0 and not same["significant"]
     md = render(summarise(runs), out, "cmd")
     assert "no significant difference" in md and "| TIGER (text IDs) | 2 |" in md and "7 (12)" in md
+
+
+def test_search_selects_the_best_validation_point_config_being_the_tables_run(tmp_path, monkeypatch) -> None:
+    import json
+
+    import benchmarks.ml100k_generative as bench
+
+    monkeypatch.setattr(bench, "RUNS", tmp_path / "table")
+    monkeypatch.setattr(bench, "SEARCH_RUNS", tmp_path / "search")
+    row = "Decoder-only (text IDs)"
+    assert bench.point_folder("config") == tmp_path / "table"
+    assert bench.selected_point(row) is None
+    for point, valid in [("config", 0.10), ("lr 0.004", 0.12), ("depth 3", 0.11)]:
+        path = bench.run_file(row, 0, bench.point_folder(point))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"valid": {"ndcg@10": valid}, "test": {"ndcg@10": 1 - valid}}))
+    assert bench.selected_point(row) == ("lr 0.004", 0.12)
