@@ -164,8 +164,10 @@ def run_all(rows: Sequence[str], seeds: Sequence[int], extra: Sequence[str] = ()
             result.update(row=row, seed=seed, extra=list(extra), val_curve=curve,
                           selected_last=bool(curve) and result["best_checkpoint_epoch"] == curve[-1]["epoch"])
             atomic_write(path, lambda fh, r=result: fh.write(json.dumps(r, indent=2, default=str).encode()))
-            print(f"[done] {row} seed {seed}: val ndcg@10 {result['valid']['ndcg@10']:.4f}, "
-                  f"test {result['test']['ndcg@10']:.4f} in {result['train_seconds']:.0f} s "
+            # a search run shows its validation only, so no test number is seen while choosing
+            shown = f", test {result['test']['ndcg@10']:.4f}" if folder == RUNS else ""
+            print(f"[done] {row} seed {seed}: val ndcg@10 {result['valid']['ndcg@10']:.4f}{shown} "
+                  f"in {result['train_seconds']:.0f} s "
                   f"(best epoch {result['best_checkpoint_epoch']} of {result['epochs']})", flush=True)
 
 
