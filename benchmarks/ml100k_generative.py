@@ -133,15 +133,20 @@ def with_ranks(model: Any, dm: Any) -> dict[str, Any]:
 
 
 def validation_curve(name: str) -> list[dict[str, float]]:
-    """``[{epoch, val_ndcg}]`` of the latest log of run ``name`` (Lightning's CSV logger)."""
+    """``[{epoch, val_ndcg}]`` of run ``name`` (Lightning's CSV logger), across its version folders.
+
+    A resumed run logs into a new ``version_K``; the curve joins them, a later version's value of an
+    epoch replacing an earlier one's (the epoch the interrupted attempt was in is run again).
+    """
     import csv
 
-    logs = sorted((RUN_LOGS / name).glob("version_*/metrics.csv"))
-    if not logs:
-        return []
-    with open(logs[-1], newline="") as fh:
-        return [{"epoch": int(r["epoch"]), "val_ndcg": float(r["val_ndcg"])}
-                for r in csv.DictReader(fh) if r.get("val_ndcg")]
+    by_epoch: dict[int, float] = {}
+    logs = sorted((RUN_LOGS / name).glob("version_*/metrics.csv"), key=lambda p: int(p.parent.name[8:]))
+    for log in logs:
+        with open(log, newline="") as fh:
+            rows = csv.DictReader(fh)
+            by_epoch.update((int(r["epoch"]), float(r["val_ndcg"])) for r in rows if r.get("val_ndcg"))
+    return [{"epoch": e, "val_ndcg": v} for e, v in sorted(by_epoch.items())]
 
 
 def run_all(rows: Sequence[str], seeds: Sequence[int], extra: Sequence[str] = (),

@@ -64,3 +64,19 @@ def test_search_selects_the_best_validation_point_config_being_the_tables_run(tm
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"valid": {"ndcg@10": valid}, "test": {"ndcg@10": 1 - valid}}))
     assert bench.selected_point(row) == ("lr 0.004", 0.12)
+
+
+def test_validation_curve_joins_the_version_folders_of_a_resumed_run(tmp_path, monkeypatch) -> None:
+    import benchmarks.ml100k_generative as bench
+
+    monkeypatch.setattr(bench, "RUN_LOGS", tmp_path)
+    logs = {0: "epoch,step,val_ndcg,train_loss\n0,9,0.10,\n0,9,,1.5\n1,19,0.12,\n2,29,0.11,\n",
+            1: "epoch,step,val_ndcg\n2,29,0.13\n3,39,0.14\n",  # the resume reran epoch 2
+            10: "epoch,step,val_ndcg\n4,49,0.15\n"}  # version_10 sorts after version_1, not before
+    for version, text in logs.items():
+        (tmp_path / "run" / f"version_{version}").mkdir(parents=True)
+        (tmp_path / "run" / f"version_{version}" / "metrics.csv").write_text(text)
+    curve = bench.validation_curve("run")
+    assert [p["epoch"] for p in curve] == [0, 1, 2, 3, 4]
+    assert [p["val_ndcg"] for p in curve] == [0.10, 0.12, 0.13, 0.14, 0.15]
+    assert bench.validation_curve("absent") == []
