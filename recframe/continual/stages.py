@@ -3,7 +3,8 @@ tested on at stage ``t + 1``.
 
 The data is cut at **global-time quantiles** into ``T`` consecutive stages (``T = 5`` by default): stage
 ``s`` holds the rows with ``e_s <= timestamp < e_{s+1}`` where ``e = quantile(timestamps, linspace(0, 1,
-T + 1))`` (the last stage includes the maximum), the rule of :func:`recframe.data.splits.time_stages`.
+T + 1))`` (the last stage includes the maximum): the rule :func:`recframe.data.splits.time_stage_of`, which
+:func:`recframe.data.splits.time_stages` shares.
 
 Users spanning stages
 ---------------------
@@ -32,6 +33,7 @@ import numpy as np
 from recframe.data.batches import SequenceWindows
 from recframe.data.datamodule import EvalSet
 from recframe.data.interactions import DataError, Histories, Interactions
+from recframe.data.splits import time_stage_of
 
 __all__ = ["StagedInteractions", "stage_index", "split_stages"]
 
@@ -41,8 +43,7 @@ def stage_index(timestamps: np.ndarray, n_stages: int) -> np.ndarray:
     if isinstance(n_stages, bool) or not isinstance(n_stages, (int, np.integer)) or n_stages < 2:
         raise DataError(f"n_stages={n_stages!r}; continual learning needs a whole number of stages >= 2 "
                         "(e.g. n_stages: 5).")
-    edges = np.quantile(timestamps, np.linspace(0.0, 1.0, n_stages + 1))
-    return np.clip(np.searchsorted(edges, timestamps, side="right") - 1, 0, n_stages - 1).astype(np.int64)
+    return time_stage_of(timestamps, n_stages)
 
 
 def split_stages(inter: Interactions, n_stages: int = 5) -> StagedInteractions:

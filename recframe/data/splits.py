@@ -94,6 +94,16 @@ def chronological_ratio(
     return Split(inter.select(is_train), inter.select(is_valid), inter.select(is_test), "chronological-ratio")
 
 
+def time_stage_of(timestamps: np.ndarray, n_stages: int) -> np.ndarray:
+    """The one stage rule: stage ``s`` of each timestamp under global-time quantile edges ``t_0..t_n``.
+
+    ``t_s = quantile(timestamps, s / n_stages)``; a timestamp is in stage ``s`` when
+    ``t_s <= timestamp < t_{s+1}`` (the last stage includes the maximum). int64 in ``0..n_stages-1``.
+    """
+    edges = np.quantile(timestamps, np.linspace(0.0, 1.0, n_stages + 1))
+    return np.clip(np.searchsorted(edges, timestamps, side="right") - 1, 0, n_stages - 1).astype(np.int64)
+
+
 def time_stages(inter: Interactions, n_stages: int = 4) -> list[Interactions]:
     """Cut the data at global-time quantiles into ``n_stages`` consecutive stages.
 
@@ -103,8 +113,7 @@ def time_stages(inter: Interactions, n_stages: int = 4) -> list[Interactions]:
     """
     if n_stages < 1:
         raise DataError(f"time_stages: n_stages={n_stages}; it must be >= 1.")
-    edges = np.quantile(inter.timestamp, np.linspace(0.0, 1.0, n_stages + 1))
-    stage = np.clip(np.searchsorted(edges, inter.timestamp, side="right") - 1, 0, n_stages - 1)
+    stage = time_stage_of(inter.timestamp, n_stages)
     stages = [inter.select(stage == s) for s in range(n_stages)]
     for s, part in enumerate(stages):
         if len(part) == 0:
