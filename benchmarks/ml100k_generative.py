@@ -83,9 +83,16 @@ SEARCH: dict[str, list[str]] = {
 SEARCH_RUNS = RESULTS / "ml100k_generative_search"
 
 
+#: each text-ID row takes the setting selected for its collaborative-ID twin (same backbone and add-on):
+#: the search covers the four collaborative rows, one grid for both backbones with and without TrieRec
+TWINS: dict[str, str] = {row.replace("text IDs", "collaborative IDs"): row
+                         for row in ROWS if "text IDs" in row}
+SUPERSEDED = RESULTS / "ml100k_generative_superseded"
+
+
 def point_folder(point: str) -> Path:
-    """Where the runs of one search point are stored (the ``config`` point is the table's own seed-0 run)."""
-    return RUNS if point == "config" else SEARCH_RUNS / "".join(c if c.isalnum() else "_" for c in point)
+    """Where the seed-0 runs of one search point are stored."""
+    return SEARCH_RUNS / "".join(c if c.isalnum() else "_" for c in point)
 
 
 def selected_point(row: str) -> tuple[str, float] | None:
@@ -95,20 +102,77 @@ def selected_point(row: str) -> tuple[str, float] | None:
     return max(found.items(), key=lambda kv: kv[1]) if found else None
 
 
-def log_name(row: str, seed: int, folder: Path = RUNS) -> str:
+def config_value(config: Path, flag: str) -> Any:
+    """The value a config file gives the CLI flag ``--a.b.c`` (``KeyError`` naming the key when absent)."""
+    import yaml
+
+    value: Any = yaml.safe_load(config.read_text())
+    for key in flag.removeprefix("--").split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise KeyError(f"{config.name} has no {flag.removeprefix('--')}")
+        value = value[key]
+    return value
+
+
+def config_differences(row: str, point: str) -> list[str]:
+    """How ``row``'s config differs from the settings of search ``point`` (empty: it has them all)."""
+    args, config = SEARCH[point], CONFIGS / ROWS[row].config
+    return [f"{config.name}: {flag.removeprefix('--')} is {have}, set it to {value}"
+            for flag, value in zip(args[::2], args[1::2])
+            if float(have := config_value(config, flag)) != float(value)]
+
+
+def promote(row: str) -> str:
+    """Make the selected search point ``row``'s table setting: its seed-0 search run becomes the row's seed 0.
+
+    The row's config (and its text-ID twin's, :data:`TWINS`) must already hold the point's settings; a
+    config still at another setting is one clear error naming the key and value. Results and interrupted
+    runs made at the old setting (the row's seeds >= 1, every seed of the twin) are moved to
+    ``ml100k_generative_superseded/`` and ``runs/superseded/``, so nothing resumes or reports a run
+    trained at a setting that is no longer the row's. Returns what was done, for the log.
+    """
+    chosen = selected_point(row)
+    if chosen is None:
+        raise SystemExit(f"{row}: no search run is stored; run --search first")
+    point = chosen[0]
+    rows = [row] + ([TWINS[row]] if row in TWINS else [])
+    wrong = [d for r in rows for d in config_differences(r, point)]
+    if wrong:
+        raise SystemExit(f"{row}: the search selected {point!r}, but " + "; ".join(wrong) + ".")
+    moved = []
+    for r in rows:
+        for path in sorted(RUNS.glob(f"{run_file(r, 0).stem[:-1]}*.json")):
+            if json.loads(path.read_text()).get("search_point") != point:
+                SUPERSEDED.mkdir(parents=True, exist_ok=True)
+                path.replace(SUPERSEDED / path.name)
+                moved.append(path.name)
+        for seed_log in sorted(RUN_LOGS.glob(f"{log_name(r, 0)[:-1]}*")):
+            (RUN_LOGS / "superseded").mkdir(parents=True, exist_ok=True)
+            seed_log.replace(RUN_LOGS / "superseded" / seed_log.name)
+            moved.append(f"runs/{seed_log.name}")
+    result = json.loads(run_file(row, 0, point_folder(point)).read_text())
+    result["search_point"] = point
+    atomic_write(run_file(row, 0), lambda fh: fh.write(json.dumps(result, indent=2, default=str).encode()))
+    return f"{row}: {point!r} promoted to seed 0; moved aside: {', '.join(moved) or 'nothing'}"
+
+
+def log_name(row: str, seed: int, folder: Path | None = None) -> str:
     """The run's logger name under ``runs/`` (distinct per search point, so resuming finds the right run)."""
+    folder = RUNS if folder is None else folder
     tag = "" if folder == RUNS else f"{folder.name}__"
     return f"gen_{tag}{run_file(row, seed).stem}"
 
 
-def run_file(row: str, seed: int, folder: Path = RUNS) -> Path:
+def run_file(row: str, seed: int, folder: Path | None = None) -> Path:
     """Where the finished run of ``row`` with ``seed`` is stored."""
+    folder = RUNS if folder is None else folder
     slug = "".join(c if c.isalnum() else "_" for c in row).strip("_")
     return folder / f"{slug}__seed{seed}.json"
 
 
-def overrides(row: str, seed: int, extra: Sequence[str] = (), folder: Path = RUNS) -> list[str]:
+def overrides(row: str, seed: int, extra: Sequence[str] = (), folder: Path | None = None) -> list[str]:
     """CLI overrides of one run: the seeds (network, tokenizer, collaborative table) and the log name."""
+    folder = RUNS if folder is None else folder
     spec = ROWS[row]
     args = ["--seed_everything", str(seed), "--trainer.logger.init_args.name", log_name(row, seed, folder),
             "--trainer.max_time", "null"]
@@ -150,8 +214,9 @@ def validation_curve(name: str) -> list[dict[str, float]]:
 
 
 def run_all(rows: Sequence[str], seeds: Sequence[int], extra: Sequence[str] = (),
-            folder: Path = RUNS) -> None:
+            folder: Path | None = None) -> None:
     """Train and test every (row, seed) without a stored result, storing each as it finishes."""
+    folder = RUNS if folder is None else folder
     folder.mkdir(parents=True, exist_ok=True)
     for row in rows:
         for seed in seeds:
@@ -176,8 +241,9 @@ def run_all(rows: Sequence[str], seeds: Sequence[int], extra: Sequence[str] = ()
                   f"(best epoch {result['best_checkpoint_epoch']} of {result['epochs']})", flush=True)
 
 
-def load_runs(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
+def load_runs(folder: Path | None = None) -> dict[str, list[dict[str, Any]]]:
     """Every stored run, grouped by row in :data:`ROWS` order, sorted by seed."""
+    folder = RUNS if folder is None else folder
     grouped: dict[str, list[dict[str, Any]]] = {row: [] for row in ROWS}
     for path in sorted(folder.glob("*.json")):
         run = json.loads(path.read_text())
@@ -285,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render-only", action="store_true", help="only aggregate the stored runs")
     parser.add_argument("--search", nargs="*", choices=list(SEARCH), default=None,
                         help="run these search points (seed 0) for --rows and print the validation table")
+    parser.add_argument("--promote", nargs="*", choices=list(ROWS), default=None,
+                        help="make each row's selected search point its seed 0 (its config must hold it)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads for this shell (with two shells on two cores, give each 1)")
     ns = parser.parse_args(argv)
@@ -292,6 +360,10 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(ns.threads)
+    if ns.promote is not None:
+        for row in ns.promote:
+            print(promote(row))
+        return 0
     if ns.search is not None:
         print(search(ns.rows, ns.search))
         return 0

@@ -49,7 +49,7 @@ def test_paired_gain_and_no_significant_difference_wording() -> None:
     assert "no significant difference" in md and "| TIGER (text IDs) | 2 |" in md and "7 (12)" in md
 
 
-def test_search_selects_the_best_validation_point_config_being_the_tables_run(tmp_path, monkeypatch) -> None:
+def test_search_selects_the_best_validation_point(tmp_path, monkeypatch) -> None:
     import json
 
     import benchmarks.ml100k_generative as bench
@@ -57,7 +57,7 @@ def test_search_selects_the_best_validation_point_config_being_the_tables_run(tm
     monkeypatch.setattr(bench, "RUNS", tmp_path / "table")
     monkeypatch.setattr(bench, "SEARCH_RUNS", tmp_path / "search")
     row = "Decoder-only (text IDs)"
-    assert bench.point_folder("config") == tmp_path / "table"
+    assert bench.point_folder("config") == tmp_path / "search" / "config"
     assert bench.selected_point(row) is None
     for point, valid in [("config", 0.10), ("lr 0.004", 0.12), ("depth 3", 0.11)]:
         path = bench.run_file(row, 0, bench.point_folder(point))
@@ -80,3 +80,46 @@ def test_validation_curve_joins_the_version_folders_of_a_resumed_run(tmp_path, m
     assert [p["epoch"] for p in curve] == [0, 1, 2, 3, 4]
     assert [p["val_ndcg"] for p in curve] == [0.10, 0.12, 0.13, 0.14, 0.15]
     assert bench.validation_curve("absent") == []
+
+
+def test_promote_needs_the_config_at_the_point_and_moves_the_old_aside(tmp_path, monkeypatch) -> None:
+    import json
+
+    import pytest
+
+    import benchmarks.ml100k_generative as bench
+
+    for name, value in [("RUNS", tmp_path / "table"), ("SEARCH_RUNS", tmp_path / "search"),
+                        ("SUPERSEDED", tmp_path / "old"), ("RUN_LOGS", tmp_path / "runs"),
+                        ("CONFIGS", tmp_path / "configs")]:
+        monkeypatch.setattr(bench, name, value)
+    row, twin = "Decoder-only (collaborative IDs) + TrieRec", "Decoder-only (text IDs) + TrieRec"
+    assert bench.TWINS[row] == twin
+    (tmp_path / "configs").mkdir()
+    for r in (row, twin):
+        (tmp_path / "configs" / bench.ROWS[r].config).write_text("model:\n  init_args: {lr: 0.002}\n")
+    for point, valid in [("config", 0.10), ("lr 0.004", 0.12)]:
+        path = bench.run_file(row, 0, bench.point_folder(point))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"valid": {"ndcg@10": valid}}))
+    with pytest.raises(SystemExit, match="lr 0.004.*lr is 0.002, set it to 0.004"):
+        bench.promote(row)
+    (tmp_path / "configs" / bench.ROWS[row].config).write_text("model:\n  init_args: {lr: 0.004}\n")
+    with pytest.raises(SystemExit, match="decoder_trierec_ml100k.yaml: model.init_args.lr is 0.002"):
+        bench.promote(row)  # the text-ID twin takes the same setting
+    (tmp_path / "configs" / bench.ROWS[twin].config).write_text("model:\n  init_args: {lr: 4.0e-3}\n")
+    stale = [bench.run_file(row, 0), bench.run_file(row, 1), bench.run_file(twin, 0)]
+    for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"valid": {"ndcg@10": 0.0}}))
+    kept = bench.run_file("Decoder-only (collaborative IDs)", 1)  # another row: untouched
+    kept.write_text("{}")
+    (tmp_path / "runs" / bench.log_name(row, 2) / "version_0").mkdir(parents=True)
+    print(bench.promote(row))
+    promoted = json.loads(bench.run_file(row, 0).read_text())
+    assert promoted == {"valid": {"ndcg@10": 0.12}, "search_point": "lr 0.004"}
+    assert bench.run_file(row, 0).parent == tmp_path / "table"
+    assert not bench.run_file(row, 1).exists() and not bench.run_file(twin, 0).exists() and kept.exists()
+    assert sorted(p.name for p in (tmp_path / "old").iterdir()) == sorted(p.name for p in stale)
+    assert (tmp_path / "runs" / "superseded" / bench.log_name(row, 2)).is_dir()
+    assert "nothing" in bench.promote(row)  # promoting again changes nothing
