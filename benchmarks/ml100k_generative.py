@@ -5,6 +5,8 @@ Run (after ``recframe data prepare ml-100k``)::
     python -m benchmarks.ml100k_generative                                # every row, seeds 0 1 2
     python -m benchmarks.ml100k_generative --rows "TIGER (collaborative IDs)" --seeds 0 --threads 1
     python -m benchmarks.ml100k_generative --render-only                   # table from the finished runs
+    python -m benchmarks.ml100k_generative --search "lr 0.001" --rows ...  # validation-only search, seed 0
+    python -m benchmarks.ml100k_generative --promote ROW ...            # selected point = the row's seed 0
 
 Protocol: leave-one-out, full ranking over all 1,682 items (a generative model ranks by the exact
 log-probability of every item's code path, :meth:`GenerativeRecModel.score`), seen items masked. Each run
