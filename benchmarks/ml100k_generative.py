@@ -266,7 +266,9 @@ def summarise(runs: Mapping[str, list[dict[str, Any]]], split: str = "test") -> 
         for metric in METRICS:
             entry[metric] = mean_std([r[split][metric] for r in group])
         entry["valid_ndcg@10"] = mean_std([r["valid"]["ndcg@10"] for r in group])
-        fresh = [r["train_seconds"] for r in group if not r.get("resumed_from")]
+        # a run resumed from a checkpoint without timer state timed only its last process: left out
+        fresh = [r["train_seconds"] for r in group
+                 if not r.get("resumed_from") or r.get("train_seconds_complete")]
         entry["train_seconds"] = mean_std(fresh) if fresh else (float("nan"), 0.0)
         entry["selected_epochs"] = [r["best_checkpoint_epoch"] for r in group]
         entry["epochs"] = [r["epochs"] for r in group]

@@ -6,7 +6,6 @@ them measure a model exactly as ``recframe fit`` + ``recframe test`` would.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,13 @@ def fit_and_test(
     returned entries are added to the result (e.g. per-user test ranks for a paired comparison).
 
     ``ckpt_path`` resumes an interrupted fit from its ``last.ckpt`` (at the same thread count the result
-    equals an uninterrupted run's; ``train_seconds`` counts only this process's part and ``resumed_from``
-    names the checkpoint).
+    equals an uninterrupted run's; ``resumed_from`` names the checkpoint).
+
+    ``train_seconds`` is the fit's wall time as Lightning's ``Timer`` keeps it: its state travels in every
+    checkpoint, so a resumed fit adds the time the earlier processes had spent up to that checkpoint (work
+    lost after it and redone here is counted once). ``train_seconds_complete`` is False only for a fit
+    resumed from a checkpoint that carried no timer state (written before this was recorded); its
+    ``train_seconds`` then covers this process alone.
 
     Returns the train wall time, epochs run, the best checkpoint's epoch, the
     seed, the data fingerprint and the ``valid``/``test`` metric dicts (keys
@@ -39,9 +43,11 @@ def fit_and_test(
         flags += ["--trainer.enable_progress_bar", "false"]
     cli = run_cli(["--config", str(config), *flags, *(extra or [])], run=False)
     trainer, model, dm = cli.trainer, cli.model, cli.datamodule
-    start = time.perf_counter()
+    timer = _train_timer(trainer)
     trainer.fit(model, dm, ckpt_path=str(ckpt_path) if ckpt_path else None)
-    train_s = time.perf_counter() - start
+    train_s = timer.time_elapsed("train")
+    began, ended = timer.start_time("train"), timer.end_time("train")
+    carried_s = train_s - (ended - began) if began is not None and ended is not None else train_s
     best = trainer.checkpoint_callback.best_model_path or None
     if best is None:  # e.g. a time cap hit before the first validation: the last weights get tested
         import logging
@@ -56,6 +62,7 @@ def fit_and_test(
         "config": _shown(config),
         "overrides": list(extra or []),
         "train_seconds": round(train_s, 1),
+        "train_seconds_complete": not ckpt_path or carried_s > 0,
         "resumed_from": _shown(ckpt_path) if ckpt_path else None,
         "epochs": trainer.current_epoch,
         "best_checkpoint_epoch": _epoch_of(best),
@@ -67,6 +74,18 @@ def fit_and_test(
         "test": {k[len("test/"):]: v for k, v in test.items() if k.startswith("test/")},
         **extra_results,
     }
+
+
+def _train_timer(trainer: Any) -> Any:
+    """The trainer's ``Timer`` callback (present when ``max_time`` is set), or a new one without a limit."""
+    from lightning.pytorch.callbacks import Timer
+
+    for callback in trainer.callbacks:
+        if isinstance(callback, Timer):
+            return callback
+    timer = Timer()
+    trainer.callbacks.append(timer)
+    return timer
 
 
 def _shown(path: str | Path) -> str:

@@ -172,6 +172,19 @@ def test_every_smoke_config_trains_and_tests(config: str, in_tmp: Path) -> None:
     assert 0 < res["test"]["ndcg@10"] <= 1 and res["epochs"] == 1
 
 
+def test_resumed_fit_reports_the_training_time_of_every_process(in_tmp: Path) -> None:
+    from recframe.runs import fit_and_test
+
+    first = fit_and_test(SMOKE / "sasrec.yaml", ["--trainer.max_epochs", "2"])
+    assert first["train_seconds_complete"] and first["train_seconds"] > 0
+    last = next(in_tmp.glob("runs/*/version_0/checkpoints/last.ckpt"))
+    carried = load_checkpoint(last)["callbacks"]["Timer"]["time_elapsed"]["train"]
+    assert 0 < carried <= first["train_seconds"]
+    resumed = fit_and_test(SMOKE / "sasrec.yaml", ["--trainer.max_epochs", "3"], ckpt_path=last)
+    assert resumed["epochs"] == 3 and resumed["train_seconds_complete"]
+    assert resumed["train_seconds"] > carried  # the first process's time plus the third epoch's
+
+
 #: ML-100K configs of subcommands that are not `recframe fit` (each validated by its own loader below)
 OWN_LOADERS = {"continual_ml100k.yaml": "recframe.continual.cli"}
 

@@ -49,6 +49,13 @@ def test_paired_gain_and_no_significant_difference_wording() -> None:
     assert "no significant difference" in md and "| TIGER (text IDs) | 2 |" in md and "7 (12)" in md
 
 
+def test_train_seconds_leave_out_only_runs_timed_in_part() -> None:
+    runs = [_run("SASRec", s, 0.1, "0" * 4) for s in range(3)]
+    runs[1].update(train_seconds=2.0, resumed_from="last.ckpt", train_seconds_complete=False)
+    runs[2].update(train_seconds=40.0, resumed_from="last.ckpt", train_seconds_complete=True)
+    assert summarise({"SASRec": runs})["SASRec"]["train_seconds"][0] == 25.0
+
+
 def test_search_selects_the_best_validation_point(tmp_path, monkeypatch) -> None:
     import json
 
