@@ -16,6 +16,7 @@ from recframe.models.recmem import (
     MemoryWriter,
     RecMem,
     RecMemStream,
+    gate_bias_start,
     gated_update,
     rollout_sensitivity,
     segment_layout,
@@ -63,6 +64,21 @@ def test_fold_uses_the_gate_it_computes() -> None:
     new = writer(memory, tokens, valid)
     torch.testing.assert_close(new[0], 0.6 * memory[0] + 0.4 * write[0])
     torch.testing.assert_close(new[1], memory[1])  # an empty segment leaves the memory unchanged
+
+
+def test_chrono_gates_start_with_retention_times_spread_over_the_range() -> None:
+    """b = log u, u ~ U(1, T - 1): sigmoid(b) = u / (1 + u), so 1 / (1 - sigmoid(b)) = 1 + u in [2, T]."""
+    torch.manual_seed(0)
+    bias = gate_bias_start(20_000, "chrono", max_folds=32)
+    retention = 1.0 / (1.0 - torch.sigmoid(bias))
+    assert 2.0 <= float(retention.min()) and float(retention.max()) <= 32.0
+    assert abs(float(retention.mean()) - 17.0) < 0.2  # the mean of 1 + U(1, 31)
+    torch.testing.assert_close(gate_bias_start(3, "constant", 4.0), torch.full((3,), 4.0))
+    model = _model(gate_init="chrono", chrono_max_folds=8)
+    u = model.writer.gate.bias.exp()
+    assert float(u.min()) >= 1.0 and float(u.max()) <= 7.0
+    with pytest.raises(ValueError, match="gate_init"):
+        _model(gate_init="uniform")
 
 
 def test_segment_layout_aligns_segments_at_the_first_item() -> None:
