@@ -24,7 +24,11 @@ the validation and test items) on all users. The three models share one code pat
 * **Truncation**: SASRec reading the last 48 items: the same decoder-side token budget as RecMem.
 
 Model selection is on validation only (the same user subset): the epoch with the best validation
-Recall@50 is kept. Hyperparameters are fixed (width 64, 2 blocks, 2 heads, dropout 0.2, lr 1e-3), not
+Recall@50 is kept, and training stops after ``patience`` (3) epochs without a new best (at most 40
+epochs on ML-100K, 30 on the synthetic set), so each model trains to its own convergence rather than
+to a shared epoch count. The one-sequence-per-user models (RecMem, Full) train at a smaller batch
+than truncation's windows so that an epoch gives them a similar number of optimiser steps (see
+``PROTOCOL``). Hyperparameters are fixed (width 64, 2 blocks, 2 heads, dropout 0.2, lr 2e-3), not
 tuned, for all three. Gains are RecMem minus the baseline in per-user Recall@K (hit of the held-out
 item) averaged over seeds, with a 95% paired bootstrap interval over users
 (``benchmarks.per_user.BOOTSTRAP_SAMPLES`` draws).
@@ -62,11 +66,17 @@ SLOTS, SEGMENT = 16, 32
 BUDGET = SLOTS + SEGMENT  # decoder-side tokens of RecMem, and the truncation baseline's window
 COMMON = {"hidden": 64, "n_layers": 2, "n_heads": 2, "inner": 256, "dropout": 0.2, "attn_dropout": 0.2,
           "lr": 2e-3}
+#: Version of the training protocol; ``render`` reads only runs made under this one. 2: early stopping
+#: (patience below) instead of a fixed epoch count, and smaller batches for the one-sequence-per-user
+#: models so their optimiser steps per epoch approach truncation's (ML-100K: 943 user sequences at batch
+#: 16 = 59 steps against 4,476 windows at batch 64 = 70 steps; at batch 64 they had 15).
+PROTOCOL = 2
 DATA = {
     "ml100k": {"dataset": "ml-100k", "long_len": 768, "min_interactions": 200, "loss_type": "ce",
-               "batch_size": 64, "epochs": 6},
+               "batch_size": {"RecMem": 16, "Full": 16, "Truncation": 64}, "epochs": 40, "patience": 3},
     "synthetic": {"dataset": "synthetic-long", "long_len": 2100, "min_interactions": 0,
-                  "loss_type": "sampled", "batch_size": 4, "epochs": 6,
+                  "loss_type": "sampled", "batch_size": {"RecMem": 4, "Full": 4, "Truncation": 64},
+                  "epochs": 30, "patience": 3,
                   "synthetic": {"n_users": 64, "n_clusters": 16, "items_per_cluster": 250, "min_events": 2000,
                                 "max_events": 2100, "seed": 0}},
 }
@@ -99,10 +109,11 @@ def build(name: str, data: str, n_items: int) -> tuple[Any, int, int | None]:
     raise ValueError(f"unknown model {name!r}; use RecMem, Full or Truncation")
 
 
-def datamodule(data: str, max_len: int, stride: int | None = None) -> RecDataModule:
+def datamodule(data: str, max_len: int, stride: int | None = None,
+               model: str = "Truncation") -> RecDataModule:
     spec = DATA[data]
     return RecDataModule(dataset=spec["dataset"], synthetic=spec.get("synthetic"), split="loo",
-                         max_len=max_len, window_stride=stride, batch_size=spec["batch_size"],
+                         max_len=max_len, window_stride=stride, batch_size=spec["batch_size"][model],
                          eval_batch_size=32, eval_ks=KS)
 
 
@@ -143,8 +154,9 @@ class BestOnValidation(L.Callback):
     result of the best epoch so far, marked with ``finished: false`` and the epochs it trained.
     """
 
-    def __init__(self, dm: RecDataModule, keep: np.ndarray, publish: Any) -> None:
-        self.dm, self.keep, self.publish = dm, keep, publish
+    def __init__(self, dm: RecDataModule, keep: np.ndarray, publish: Any,
+                 patience: int | None = None) -> None:
+        self.dm, self.keep, self.publish, self.patience = dm, keep, publish, patience
         self.best: tuple[float, int] | None = None
         self.curve: list[dict[str, float]] = []
         self.t0 = time.perf_counter()
@@ -157,6 +169,8 @@ class BestOnValidation(L.Callback):
         if self.best is None or metrics["recall@50"] > self.best[0]:
             self.best = (metrics["recall@50"], trainer.current_epoch)
             self.publish(pl_module, self, train_s)
+        elif self.patience is not None and trainer.current_epoch - self.best[1] >= self.patience:
+            trainer.should_stop = True  # early stopping: no new best for `patience` epochs
         self.t0 += time.perf_counter() - self.t0 - train_s  # evaluation time is not training time
 
 
@@ -165,7 +179,7 @@ def run_accuracy(data: str, name: str, seed: int, epochs: int | None) -> dict[st
     L.seed_everything(seed, workers=True)
     probe = datamodule(data, spec["long_len"])
     model, max_len, stride = build(name, data, probe.n_items)
-    dm = datamodule(data, max_len, stride)
+    dm = datamodule(data, max_len, stride, name)
     keep = long_users(dm, spec["min_interactions"])
     max_epochs = epochs or spec["epochs"]
     hist = dm.eval_view("test").histories  # decoder-side tokens per prediction over the evaluated users
@@ -178,7 +192,8 @@ def run_accuracy(data: str, name: str, seed: int, epochs: int | None) -> dict[st
     def publish(module: Any, cb: BestOnValidation, train_s: float, finished: bool = False) -> None:
         test, ranks = evaluate(module, dm, "test", keep)
         out.clear()
-        out.update({"data": data, "model": name, "seed": seed, "test": test, "best_epoch": cb.best[1],
+        out.update({"protocol": PROTOCOL, "data": data, "model": name, "seed": seed, "test": test,
+                    "best_epoch": cb.best[1],
                     "valid_recall@50": cb.best[0], "curve": cb.curve, "train_seconds": train_s,
                     "epochs_trained": len(cb.curve), "max_epochs": max_epochs, "finished": finished,
                     "users": int(keep.sum()), "decoder_tokens": tokens, "mean_history": float(lengths.mean()),
@@ -190,7 +205,7 @@ def run_accuracy(data: str, name: str, seed: int, epochs: int | None) -> dict[st
             torch.save({"n_items": module.n_items, "hparams": hp, "state": module.state_dict()}, buf)
             atomic_write(RUNS / f"model_{data}_RecMem_seed{seed}.pt", lambda fh: fh.write(buf.getvalue()))
 
-    best = BestOnValidation(dm, keep, publish)
+    best = BestOnValidation(dm, keep, publish, spec.get("patience"))
     trainer = L.Trainer(max_epochs=max_epochs, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
                         limit_val_batches=0, callbacks=[best], deterministic=False)
@@ -364,7 +379,8 @@ def paired(a: dict[str, list[int]], b: dict[str, list[int]], k: int, seed: int =
 
 
 def render() -> int:
-    runs = [json.loads(p.read_text()) for p in sorted(RUNS.glob("acc_*.json"))]
+    runs = [r for r in (json.loads(p.read_text()) for p in sorted(RUNS.glob("acc_*.json")))
+            if r.get("protocol") == PROTOCOL]
     md = ["## Long histories: RecMem vs full attention vs truncation (leave-one-out, full ranking, test)\n",
           "Command: `python -m benchmarks.recmem_long accuracy|stability|cost|render` (module docstring).",
           f"RecMem: M = {SLOTS} slots, segments of S = {SEGMENT}; Truncation: SASRec on the last {BUDGET} "

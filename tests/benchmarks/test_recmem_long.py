@@ -34,3 +34,20 @@ def test_paired_difference_hand_example() -> None:
     assert res["ci95"][0] < 0 < res["ci95"][1]
     seeds = paired({"a": [3, 30]}, {"a": [30, 30]}, k=10)  # hits averaged over seeds: 0.5 - 0
     assert np.isclose(seeds["mean"], 0.5)
+
+
+def test_early_stopping_waits_patience_epochs_after_the_best(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    import benchmarks.recmem_long as bench
+
+    scripted = iter([0.10, 0.20, 0.15, 0.19, 0.18, 0.30])
+    monkeypatch.setattr(bench, "evaluate", lambda *a: ({"recall@50": next(scripted)}, {}))
+    published = []
+    cb = bench.BestOnValidation(None, None, lambda module, cb, s: published.append(cb.best[1]), patience=3)
+    trainer = SimpleNamespace(current_epoch=0, should_stop=False)
+    for epoch in range(5):
+        trainer.current_epoch = epoch
+        cb.on_train_epoch_end(trainer, None)
+        assert trainer.should_stop == (epoch == 4), epoch  # best at epoch 1; 3 epochs without a new one
+    assert published == [0, 1] and cb.best == (0.20, 1)
