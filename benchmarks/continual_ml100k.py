@@ -12,20 +12,24 @@ the 4 tests of NDCG@10 and Recall@10 (mean ± sd over seeds) and backward transf
 fine-tune / replay / distillation / EWC with the best validation-user mean NDCG@10; the interval is a 95 %
 paired bootstrap over (stage, test user) units of the seed-averaged per-user NDCG@10 difference
 (``benchmarks.per_user.BOOTSTRAP_SAMPLES`` draws). Methods' settings are fixed in the config (no search).
-Writes ``benchmarks/results/continual_ml100k.{json,md}``.
+Writes ``benchmarks/results/continual_ml100k.{json,md}``; each seed is stored in
+``benchmarks/results/continual_ml100k/seedN.json`` as it finishes, and a rerun reads finished seeds back
+(``--fresh`` reruns them).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmarks.common import write_results
+from benchmarks.common import RESULTS, write_results
 from benchmarks.per_user import BOOTSTRAP_SAMPLES
+from recframe.checkpoint_io import atomic_write
 from recframe.continual.cli import build_data, load_config, mean_table, run_comparison
 
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "continual_ml100k.yaml"
@@ -48,17 +52,45 @@ def _seed_mean(per_user: dict[str, Any], row: str) -> list[list[float]]:
     return [np.mean([per_user[s][row][t] for s in seeds], axis=0).tolist() for t in range(stages)]
 
 
+def seeds_resumably(data: Any, cfg: Any, seeds: list[int], share: float, progress: bool = False,
+                    fresh: bool = False, folder: Path | None = None) -> dict[str, Any]:
+    """:func:`run_comparison` one seed at a time, each seed's result stored as it finishes.
+
+    A seed whose stored result was made on the same data (fingerprint) with the same settings is read back
+    instead of rerun, so a benchmark stopped after some seeds resumes at the next one. Returns the merged
+    result, shaped as :func:`run_comparison` returns it for all ``seeds`` at once.
+    """
+    folder = folder or RESULTS / "continual_ml100k"
+    settings = {"fingerprint": data.inter.fingerprint, "backbone": dataclasses.asdict(cfg.backbone),
+                "methods": cfg.methods, "validation_share": share, "n_stages": data.n_stages}
+    merged: dict[str, Any] = {"runs": {}, "seconds": {}, "per_user_ndcg@10": {}, "validation_share": share}
+    for seed in seeds:
+        path = folder / f"seed{seed}.json"
+        stored = json.loads(path.read_text()) if path.exists() and not fresh else None
+        if stored is None or stored.get("settings") != json.loads(json.dumps(settings)):
+            stored = {"settings": settings, **run_comparison(data, cfg.backbone, cfg.methods, [seed], share,
+                                                            progress=progress, per_user=True)}
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, lambda fh, s=stored: fh.write(json.dumps(s, indent=1).encode()))
+        else:
+            print(f"seed {seed}: read back from {path.name}")
+        for key in ("runs", "seconds", "per_user_ndcg@10"):
+            merged[key].update(stored[key])
+        merged["test users per stage"] = stored["test users per stage"]
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
     parser.add_argument("--config", default=str(CONFIG))
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--fresh", action="store_true", help="rerun seeds whose stored result exists")
     ns = parser.parse_args(argv)
     cfg = load_config(ns.config)
     data = build_data(cfg.data)
     share = float(cfg.data.get("validation_share", 0.3))
-    result = run_comparison(data, cfg.backbone, cfg.methods, ns.seeds, share, progress=ns.progress,
-                            per_user=True)
+    result = seeds_resumably(data, cfg, ns.seeds, share, ns.progress, ns.fresh)
     runs = result["runs"]
     valid_ndcg = {row: np.mean([runs[s][row]["valid"]["ndcg@10"] for s in runs]) for row in CANDIDATES
                   if row in runs[str(ns.seeds[0])]}
