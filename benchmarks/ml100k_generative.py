@@ -33,12 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS, fit_and_test, write_results
+from benchmarks.common import RESULTS, fit_and_test, save_figure, write_results
 from benchmarks.per_user import paired_over_seeds, rank_string, test_ranks
 from recframe.checkpoint_io import atomic_write, load_checkpoint
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 RUNS = RESULTS / "ml100k_generative"
+FIGURE = RESULTS.parent.parent / "docs" / "img" / "ml100k_generative.png"
 RUN_LOGS = Path("runs")  # the configs' logger save_dir, relative to the working directory
 METRICS = ["ndcg@5", "ndcg@10", "recall@5", "recall@10"]
 #: earlier rows of this benchmark's own results, for reference in the text (LOO test NDCG@10)
@@ -326,6 +327,51 @@ def render(summary: Mapping[str, Mapping[str, Any]], comparisons: Mapping[str, A
     return text
 
 
+def reference_lines(path: Path | None = None) -> dict[str, float]:
+    """Test NDCG@10 of Popularity and LightGCN from the baselines benchmark (empty when it has not run)."""
+    path = path or RESULTS / "ml100k_baselines_loo.json"
+    if not path.exists():
+        return {}
+    runs = json.loads(path.read_text())["runs"]
+    return {name: runs[name]["test"]["ndcg@10"] for name in ("Popularity", "LightGCN") if name in runs}
+
+
+def plot(runs: Mapping[str, list[dict[str, Any]]], comparisons: Mapping[str, Any],
+         references: Mapping[str, float], path: Path) -> Path:
+    """Left: each row's test NDCG@10 per seed (dots) and mean (bar), with the reference baselines as lines.
+    Right: the paired per-user differences with their 95 % bootstrap intervals (filled: significant)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = list(runs)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.45 * max(len(rows), len(comparisons)) + 1.8),
+                                      gridspec_kw={"width_ratios": [1, 1.2]})
+    for y, row in enumerate(rows):
+        values = [r["test"]["ndcg@10"] for r in runs[row]]
+        left.barh(y, statistics.fmean(values), color="#9ecae1" if row != "SASRec" else "#fdae6b")
+        left.plot(values, [y] * len(values), "k.", ms=6)
+    for (name, value), style in zip(references.items(), ("--", ":")):
+        left.axvline(value, color="grey", ls=style, label=f"{name} {value:.4f}")
+    left.set_yticks(range(len(rows)), rows, fontsize=8)
+    left.invert_yaxis()
+    left.set_xlabel("test NDCG@10 (dots: seeds; bar: mean)")
+    if references:
+        left.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
+    for y, diff in enumerate(comparisons.values()):
+        low, high = diff["ci95"]
+        right.errorbar(diff["mean"], y, xerr=[[diff["mean"] - low], [high - diff["mean"]]], fmt="o",
+                       color="k", mfc="k" if diff["significant"] else "white", capsize=3)
+    right.axvline(0.0, color="grey", lw=1)
+    right.set_yticks(range(len(comparisons)), list(comparisons), fontsize=7)
+    right.invert_yaxis()
+    right.set_xlabel("difference in test NDCG@10")
+    right.set_title("paired per-user, 95 % interval (open: covers 0)", fontsize=9)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
 def search(rows: Sequence[str], points: Sequence[str]) -> str:
     """Seed 0 of ``rows`` at each search point; returns the validation-only markdown table."""
     for point in points:
@@ -381,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     comparisons = {**paired(runs, TRIEREC_PAIRS), **paired(runs, ID_PAIRS),
                    **paired(runs, [("SASRec", row) for row in runs if row != "SASRec"])}
     md = render(summary, comparisons, "python -m benchmarks.ml100k_generative")
+    figure = plot(runs, comparisons, reference_lines(), FIGURE)
+    md += f"\n![test NDCG@10 per row and the paired differences](../../docs/img/{figure.name})\n"
     write_results("ml100k_generative", {"summary": summary, "paired": comparisons,
                                         "runs": {row: [{k: r[k] for k in ("seed", "valid", "test",
                                                                           "best_checkpoint_epoch", "epochs")}

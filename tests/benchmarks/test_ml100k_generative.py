@@ -130,3 +130,13 @@ def test_promote_needs_the_config_at_the_point_and_moves_the_old_aside(tmp_path,
     assert sorted(p.name for p in (tmp_path / "old").iterdir()) == sorted(p.name for p in stale)
     assert (tmp_path / "runs" / "superseded" / bench.log_name(row, 2)).is_dir()
     assert "nothing" in bench.promote(row)  # promoting again changes nothing
+
+
+def test_plot_writes_a_png_with_both_panels(tmp_path) -> None:
+    from benchmarks.ml100k_generative import plot
+
+    runs = {"SASRec": [_run("SASRec", s, 0.11, "0---") for s in (0, 1)],
+            "TIGER (text IDs)": [_run("TIGER (text IDs)", 0, 0.09, "-0--")]}
+    comparisons = {"TIGER (text IDs) vs SASRec": {"mean": -0.02, "ci95": [-0.04, 0.01], "significant": False}}
+    path = plot(runs, comparisons, {"Popularity": 0.0432}, tmp_path / "fig.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5_000
