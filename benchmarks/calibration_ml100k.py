@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -218,6 +219,11 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def slug(label: str) -> str:
+    """A row label as a file-name part: lower case, runs of other characters as one underscore."""
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="SASRec", help="row label of these runs")
@@ -247,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for seed in ns.seeds:
             extra = ["--seed_everything", str(seed),
-                     "--trainer.logger.init_args.name", f"calib_{ns.model.lower()}_ml100k_seed{seed}"]
+                     "--trainer.logger.init_args.name", f"calib_{slug(ns.model)}_ml100k_seed{seed}"]
             if ns.max_time:
                 extra += ["--trainer.max_time", ns.max_time]
             run = fit_and_test(ns.config, extra)
@@ -261,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     block = results["models"].setdefault(ns.model, {"runs": {}})
     arrays = []
     for i, (key, path) in enumerate(ckpts.items()):
-        fig = f"calibration_ml100k_{ns.model.lower()}" if i == 0 else None
+        fig = f"calibration_ml100k_{slug(ns.model)}" if i == 0 else None
         out, arr = evaluate_checkpoint(path, calibrators, figure_prefix=fig, figures=Path(ns.figures))
         out.update(trained.get(key, {}))
         block["runs"][key] = out
