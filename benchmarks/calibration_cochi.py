@@ -88,17 +88,43 @@ def gains(per_ex: list[dict[str, dict[str, np.ndarray]]]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------------- recommenders
-def recommender_runs(ckpts: list[str], max_heads: int, label: str) -> list[dict[str, Any]]:
+def lists(run: dict[str, Any]) -> dict[str, Any]:
+    """``run`` with its per-example arrays as lists (JSON-ready)."""
+    run["per_example"] = {m: {k: np.asarray(v).tolist() for k, v in d.items()}
+                          for m, d in run["per_example"].items()}
+    return run
+
+
+def stored_run(path: str, max_heads: int, folder: Path | None = None) -> Path:
+    """Where one checkpoint's finished run is kept: named by the checkpoint's path and ``max_heads``."""
+    import hashlib
+
+    key = hashlib.sha1(f"{Path(path).resolve()}|{max_heads}".encode()).hexdigest()[:16]
+    return (folder or RESULTS / NAME) / f"{Path(path).stem[:40]}_{key}.json"
+
+
+def recommender_runs(ckpts: list[str], max_heads: int, label: str, fresh: bool = False,
+                     folder: Path | None = None) -> list[dict[str, Any]]:
     """The protocol on each recframe checkpoint (one a seed): its own config's data section gives the
-    datamodule, so SASRec and the generative backbones share this path."""
+    datamodule, so SASRec and the generative backbones share this path.
+
+    Each checkpoint's run is stored as it finishes (:func:`stored_run`) and read back on a later call
+    unless ``fresh``: a generative checkpoint takes about half an hour here, so a stopped benchmark resumes
+    at the next checkpoint."""
     import yaml
 
+    from recframe.checkpoint_io import atomic_write
     from recframe.data.datamodule import RecDataModule
     from recframe.serving import Recommender
 
     keep = ("dataset", "split", "max_len", "batch_size")
     runs = []
     for path in ckpts:
+        done = stored_run(path, max_heads, folder)
+        if done.exists() and not fresh:
+            runs.append(json.loads(done.read_text()))
+            print(f"{label}: {Path(path).name} read back from {done.name}")
+            continue
         meta = torch.load(path, map_location="cpu", weights_only=True).get("recframe", {})
         data = (yaml.safe_load(meta.get("config") or "") or {}).get("data") or \
             yaml.safe_load(CONFIG.read_text())["data"]
@@ -109,6 +135,9 @@ def recommender_runs(ckpts: list[str], max_heads: int, label: str) -> list[dict[
                        CoCHI(max_heads=max_heads))
         run.update(checkpoint=_shown(path), seed=meta.get("seed"), model=meta.get("model_class"),
                    data_fingerprint=dm.fingerprint)
+        lists(run)
+        done.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(done, lambda fh, r=run: fh.write(json.dumps(r).encode()))
         runs.append(run)
         print(f"{label} seed {run['seed']}: " + json.dumps({m: {k: round(v[k], 4) for k in COLUMNS}
                                                             for m, v in run["test"].items()}), flush=True)
@@ -206,21 +235,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-test", type=int, default=600,
                         help="at most this many MiniLM test questions (a seeded random subset)")
     parser.add_argument("--fresh", action="store_true",
-                        help="drop the recorded rows of parts not run now (default: keep them)")
+                        help="drop the recorded rows of parts not run now, and rerun checkpoints whose "
+                        "finished run is stored (default: keep and read them back)")
     ns = parser.parse_args(argv)
     torch.set_num_threads(1)
     results: dict[str, list[dict[str, Any]]] = {}
     if ns.sasrec:
-        results["SASRec"] = recommender_runs(ns.sasrec, ns.max_heads, "SASRec")
+        results["SASRec"] = recommender_runs(ns.sasrec, ns.max_heads, "SASRec", ns.fresh)
     if ns.generative:
-        results["generative"] = recommender_runs(ns.generative, ns.max_heads, "generative")
+        results["generative"] = recommender_runs(ns.generative, ns.max_heads, "generative", ns.fresh)
     if ns.minilm:
         results["MiniLM multiple choice"] = [
             minilm_run(ns.valid_fraction, ns.minilm_max_heads, ns.max_test, seed) for seed in ns.minilm_seeds]
     for runs in results.values():
         for r in runs:
-            r["per_example"] = {m: {k: np.asarray(v).tolist() for k, v in d.items()}
-                                for m, d in r["per_example"].items()}
+            lists(r)
     # parts not run now keep their recorded rows; read at write time, so parts may run concurrently
     previous = RESULTS / f"{NAME}.json"
     recorded = json.loads(previous.read_text())["results"] if previous.exists() and not ns.fresh else {}
