@@ -45,6 +45,12 @@ def paired_interval(ours: list[list[float]], theirs: list[list[float]], seed: in
     return {"mean": float(diff.mean()), "ci95": [float(low), float(high)], "units": int(len(diff))}
 
 
+def _covers_zero(interval: dict[str, Any]) -> bool:
+    """Whether a paired interval's 95 % range contains 0 (reported as "no significant difference")."""
+    low, high = interval["ci95"]
+    return low <= 0 <= high
+
+
 def _seed_mean(per_user: dict[str, Any], row: str) -> list[list[float]]:
     """Per stage, each test user's NDCG@10 averaged over seeds (the same users in every seed)."""
     seeds = list(per_user)
@@ -98,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     per_user = result["per_user_ndcg@10"]
     interval = paired_interval(_seed_mean(per_user, "VAMIRec"), _seed_mean(per_user, best))
     lo, hi = interval["ci95"]
-    verdict = ("no significant difference" if lo <= 0 <= hi else
+    verdict = ("no significant difference" if _covers_zero(interval) else
                ("VAMIRec better" if lo > 0 else f"{best} better"))
     beats = {row: bool(np.mean([runs[s]["VAMIRec"]["test"]["ndcg@10"] for s in runs])
                        > np.mean([runs[s][row]["test"]["ndcg@10"] for s in runs]))
@@ -108,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                for row in per_user[str(ns.seeds[0])] if row != "VAMIRec"}
     each_lines = "\n".join(
         f"| {row} | {iv['mean']:+.4f} | [{iv['ci95'][0]:+.4f}, {iv['ci95'][1]:+.4f}] | "
-        f"{'no significant difference' if iv['ci95'][0] <= 0 <= iv['ci95'][1] else 'significant'} |"
+        f"{'no significant difference' if _covers_zero(iv) else 'significant'} |"
         for row, iv in vs_each.items())
     md = (f"## Continual ML-100K: {data.n_stages} time stages, SASRec backbone, {len(ns.seeds)} seed(s)\n\n"
           f"Command: `python -m benchmarks.continual_ml100k --seeds {' '.join(map(str, ns.seeds))}`\n\n"
