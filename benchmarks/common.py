@@ -12,6 +12,8 @@ import json
 import os
 import platform
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from recframe.callbacks import library_versions
 from recframe.checkpoint_io import atomic_write
 from recframe.runs import fit_and_test
 
-__all__ = ["fit_and_test", "machine", "save_figure", "write_results", "RESULTS"]
+__all__ = ["claim", "fit_and_test", "machine", "save_figure", "write_results", "RESULTS"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -50,3 +52,46 @@ def save_figure(fig: Any, path: Path, dpi: int = 120) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda fh: fh.write(buf.getvalue()))
     return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+@contextmanager
+def claim(path: Path) -> Iterator[bool]:
+    """Claim one run for this process while the block runs, so parallel streams never train it twice.
+
+    Yields True when the claim file ``path`` was created here (it holds our pid and is removed on exit),
+    False when a live process holds it. A claim left by a process that died (killed mid-run) is taken
+    over, so the run resumes. The claim is made with ``O_CREAT | O_EXCL``, so two streams starting the
+    same run at once cannot both get it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                holder = int(path.read_text().strip() or 0)
+            except (OSError, ValueError):
+                holder = 0
+            if holder and holder != os.getpid() and _alive(holder):
+                yield False
+                return
+            path.unlink(missing_ok=True)  # stale: its process is gone
+            continue
+        with os.fdopen(fd, "w") as fh:
+            fh.write(str(os.getpid()))
+        try:
+            yield True
+        finally:
+            path.unlink(missing_ok=True)
+        return
+    yield False
