@@ -253,9 +253,12 @@ def test_serving_restores_and_ranks_like_the_model(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason="not shown yet: at 20 epochs on this set RecMem reached test "
-                   "Recall@50 0.14 with chrono gates (0.11 with the constant start) against truncation's "
-                   "0.13; the memory is not learning the long-range theme at this training budget")
+@pytest.mark.xfail(strict=False, reason=(
+    "the set does not test memory: full-prefix SASRec, which sees the early theme directly, is as "
+    "theme-blind as truncation here (120 epochs: test Recall@50 0.20 vs 0.19; with 400 users and "
+    "late_rate 0.05, Recall@200 0.63 vs 0.68); RecMem 0.14. Under next-item training the current "
+    "session's cluster fills the top ~70 ranks, and the late theme targets (3 % of events) are too rare "
+    "a signal; the generator needs a redesign"))
 def test_recmem_beats_truncation_on_planted_long_range_theme() -> None:
     """The theme is frequent early and rare late; the held-out items are theme items.
 
