@@ -203,8 +203,10 @@ class BestCheckpoint(ModelCheckpoint):
     different checkpoint than an uninterrupted one would. This class restores the score, the best-k
     bookkeeping and the file paths (they still point at the earlier directory, whose files exist) whatever
     the directory, so "best" means the same with and without the interruption. When a better model comes
-    after the resume, the superseded best file in the earlier directory is removed (after the new one is
-    written), as it would have been without the interruption.
+    after the resume, the superseded best file in the earlier directory is *kept*: Lightning removes only
+    files under the current ``dirpath`` (a resumed run must not delete files of a directory it does not own),
+    so an interrupted run can leave one stale ``best-*.ckpt`` per earlier version. ``best_model_path`` and
+    the tested checkpoint are unaffected.
     """
 
     @property
