@@ -171,7 +171,8 @@ def load_source(dataset: str, root: str, columns: dict[str, str] | None,
 
     ``"synthetic"`` uses :func:`recframe.data.synthetic.make_synthetic` with
     the ``synthetic`` keyword arguments (``"synthetic-long"``:
-    :func:`recframe.data.synthetic_long.make_long_history`); a catalogued name (``"ml-100k"``)
+    :func:`recframe.data.synthetic_long.make_long_history`; ``"synthetic-interests"``:
+    :func:`recframe.data.synthetic_interests.make_interest_revisits`); a catalogued name (``"ml-100k"``)
     loads the prepared copy under ``root``; a directory loads RecBole atomic
     files; a ``.csv``/``.tsv``/``.parquet`` file loads with the ``columns`` map.
     """
@@ -183,6 +184,10 @@ def load_source(dataset: str, root: str, columns: dict[str, str] | None,
         from recframe.data.synthetic_long import make_long_history
 
         return make_long_history(**(synthetic or {})).interactions
+    if dataset == "synthetic-interests":
+        from recframe.data.synthetic_interests import make_interest_revisits
+
+        return make_interest_revisits(**(synthetic or {})).interactions
     path = Path(dataset)
     if path.is_dir() or (path.suffix.lower() == ".inter" and path.is_file()):
         from recframe.data.sources import load_atomic
