@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recframe.data.filters import signed_labels
 from recframe.data.interactions import Interactions
+from recframe.data.synthetic_long import sequences_to_interactions
 
 __all__ = ["InterestHistoryData", "make_interest_revisits"]
 
@@ -158,19 +158,10 @@ def make_interest_revisits(n_users: int = 64, n_clusters: int = 64, items_per_cl
             starts.append(start)
             planted_rows.append(is_planted)
         users.extend([u] * n)
-    users_a, items_a = np.asarray(users), np.asarray(items)
-    stamps = np.concatenate([np.arange(c) for c in np.bincount(users_a)]).astype(float) * 3600.0
-    inter = Interactions.from_raw(np.char.add("u", users_a.astype(str)),
-                                  np.char.add("i", items_a.astype(str)), 1_600_000_000.0 + stamps,
-                                  np.full(len(users_a), 5.0), name="synthetic-interests")
-    inter = signed_labels(inter)
-    u_dense = np.array([inter.user_index(f"u{u}") for u in range(n_users)])
+    inter, u_dense, item_cluster, order = sequences_to_interactions(users, items, n_users, cluster_of,
+                                                                    "synthetic-interests")
     user_interests = np.full((inter.n_users + 1, n_interests), -1, dtype=np.int64)
     user_interests[u_dense] = interests
-    item_cluster = np.full(inter.n_items + 1, -1, dtype=np.int64)
-    for dense, raw in enumerate(inter.item_ids[1:], start=1):
-        item_cluster[dense] = cluster_of[int(raw[1:])]
-    order = np.lexsort((stamps, u_dense[users_a]))
     return InterestHistoryData(interactions=inter, user_interests=user_interests, item_cluster=item_cluster,
                                row_is_session_start=np.asarray(starts)[order],
                                row_is_planted=np.asarray(planted_rows)[order])

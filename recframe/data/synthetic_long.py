@@ -127,21 +127,34 @@ def make_long_history(n_users: int = 120, n_clusters: int = 24, items_per_cluste
             items.append(pick)
             theme_rows.append(is_theme)
         users.extend([u] * n)
-    users_a, items_a = np.asarray(users), np.asarray(items)
-    stamps = np.concatenate([np.arange(c) for c in np.bincount(users_a)]).astype(float) * 3600.0
-    inter = Interactions.from_raw(np.char.add("u", users_a.astype(str)),
-                                  np.char.add("i", items_a.astype(str)), 1_600_000_000.0 + stamps,
-                                  np.full(len(users_a), 5.0), name="synthetic-long")
-    inter = signed_labels(inter)
-    u_dense = np.array([inter.user_index(f"u{u}") for u in range(n_users)])
+    inter, u_dense, item_cluster, order = sequences_to_interactions(users, items, n_users, cluster_of,
+                                                                    "synthetic-long")
     user_theme = np.full(inter.n_users + 1, -1, dtype=np.int64)
     user_theme[u_dense] = themes
-    item_cluster = np.full(inter.n_items + 1, -1, dtype=np.int64)
-    for dense, raw in enumerate(inter.item_ids[1:], start=1):
-        item_cluster[dense] = cluster_of[int(raw[1:])]
-    order = np.lexsort((stamps, u_dense[users_a]))
     return LongHistoryData(interactions=inter, user_theme=user_theme, item_cluster=item_cluster,
                            row_is_theme=np.asarray(theme_rows)[order])
 
 
-__all__ = ["LongHistoryData", "make_long_history"]
+def sequences_to_interactions(users: list[int], items: list[int], n_users: int, cluster_of: np.ndarray,
+                              name: str) -> tuple[Interactions, np.ndarray, np.ndarray, np.ndarray]:
+    """Liked interactions from generated events (user ``u`` -> ``"u{u}"``, item ``i`` -> ``"i{i}"``).
+
+    ``users``/``items`` list every event, each user's events contiguous and in time order; events are an
+    hour apart. Returns the interactions, the dense id of each generated user ``[n_users]``, the cluster of
+    each dense item ``[n_items + 1]`` (padding -1), and the permutation that puts per-event lists in the
+    interactions' row order (user, time).
+    """
+    users_a, items_a = np.asarray(users), np.asarray(items)
+    stamps = np.concatenate([np.arange(c) for c in np.bincount(users_a)]).astype(float) * 3600.0
+    inter = Interactions.from_raw(np.char.add("u", users_a.astype(str)),
+                                  np.char.add("i", items_a.astype(str)), 1_600_000_000.0 + stamps,
+                                  np.full(len(users_a), 5.0), name=name)
+    inter = signed_labels(inter)
+    u_dense = np.array([inter.user_index(f"u{u}") for u in range(n_users)])
+    item_cluster = np.full(inter.n_items + 1, -1, dtype=np.int64)
+    for dense, raw in enumerate(inter.item_ids[1:], start=1):
+        item_cluster[dense] = cluster_of[int(raw[1:])]
+    return inter, u_dense, item_cluster, np.lexsort((stamps, u_dense[users_a]))
+
+
+__all__ = ["LongHistoryData", "make_long_history", "sequences_to_interactions"]
