@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recframe.data.interactions import Interactions
-from recframe.data.synthetic_long import sequences_to_interactions
+from recframe.data.synthetic_long import ClusterCatalogue, sequences_to_interactions
 
 __all__ = ["InterestHistoryData", "make_interest_revisits"]
 
@@ -99,20 +99,9 @@ def make_interest_revisits(n_users: int = 64, n_clusters: int = 64, items_per_cl
                          "histories.")
     rng = np.random.default_rng(seed)
     n_items = n_clusters * items_per_cluster
-    cluster_of = np.repeat(np.arange(n_clusters), items_per_cluster)
-    # each cluster's items in popularity order
-    members = [rng.permutation(np.flatnonzero(cluster_of == c)) for c in range(n_clusters)]
-    successor = np.empty(n_items, dtype=np.int64)
-    for c in range(n_clusters):
-        cycle = rng.permutation(members[c])
-        successor[cycle] = np.roll(cycle, -1)
-    successor_list, cluster_list = successor.tolist(), cluster_of.tolist()
-    weights = 1.0 / np.arange(1, items_per_cluster + 1) ** popularity_skew
-
-    def popular_unseen(c: int, seen: np.ndarray) -> int:
-        free = ~seen[members[c]]
-        w = weights[free]
-        return int(members[c][free][rng.choice(int(free.sum()), p=w / w.sum())])
+    catalogue = ClusterCatalogue(rng, n_clusters, items_per_cluster, popularity_skew)
+    cluster_of, cluster_list = catalogue.cluster_of, catalogue.cluster_list
+    popular_unseen = catalogue.popular_unseen
 
     users, items, starts, planted_rows = [], [], [], []
     interests = np.stack([rng.choice(n_clusters, size=n_interests, replace=False) for _ in range(n_users)])
@@ -146,10 +135,7 @@ def make_interest_revisits(n_users: int = 64, n_clusters: int = 64, items_per_cl
                 cluster = int(rng.choice(pool))
                 pick, start = popular_unseen(cluster, seen), True
             else:
-                pick = successor_list[cur]
-                while seen[pick]:  # the next unseen item along the cycle (one exists: left > 0)
-                    pick = successor_list[pick]
-                start = False
+                pick, start = catalogue.next_unseen(cur, seen), False  # one exists: left > 0
             cur = pick
             seen[pick] = True
             left[cluster_list[pick]] -= 1

@@ -80,21 +80,9 @@ def make_long_history(n_users: int = 120, n_clusters: int = 24, items_per_cluste
                          "picks per user without repeats; raise it or lower the rates.")
     rng = np.random.default_rng(seed)
     n_items = n_clusters * items_per_cluster
-    cluster_of = np.repeat(np.arange(n_clusters), items_per_cluster)
-    cluster_list = cluster_of.tolist()
-    # each cluster's items in popularity order
-    members = [rng.permutation(np.flatnonzero(cluster_of == c)) for c in range(n_clusters)]
-    successor = np.empty(n_items, dtype=np.int64)
-    for c in range(n_clusters):
-        cycle = rng.permutation(members[c])
-        successor[cycle] = np.roll(cycle, -1)
-    successor_list = successor.tolist()
-    weights = 1.0 / np.arange(1, items_per_cluster + 1) ** popularity_skew
-
-    def popular_unseen(c: int, seen: np.ndarray) -> int:
-        free = ~seen[members[c]]
-        w = weights[free]
-        return int(members[c][free][rng.choice(int(free.sum()), p=w / w.sum())])
+    catalogue = ClusterCatalogue(rng, n_clusters, items_per_cluster, popularity_skew)
+    cluster_of, cluster_list = catalogue.cluster_of, catalogue.cluster_list
+    popular_unseen = catalogue.popular_unseen
 
     def open_session(theme: int, left: np.ndarray) -> int:
         return int(rng.choice(np.flatnonzero((left > 0) & (np.arange(n_clusters) != theme))))
@@ -117,10 +105,7 @@ def make_long_history(n_users: int = 120, n_clusters: int = 24, items_per_cluste
             else:
                 if session < 0 or left[session] == 0 or new_session[t]:
                     session, cur = open_session(theme, left), -1
-                nxt = successor_list[cur] if cur >= 0 else -1
-                while nxt >= 0 and seen[nxt]:  # the next unseen item along the cycle (one exists)
-                    nxt = successor_list[nxt]
-                pick = nxt if nxt >= 0 else popular_unseen(session, seen)
+                pick = catalogue.next_unseen(cur, seen) if cur >= 0 else popular_unseen(session, seen)
                 is_theme, cur = False, pick
             seen[pick] = True
             left[cluster_list[pick]] -= 1
@@ -133,6 +118,46 @@ def make_long_history(n_users: int = 120, n_clusters: int = 24, items_per_cluste
     user_theme[u_dense] = themes
     return LongHistoryData(interactions=inter, user_theme=user_theme, item_cluster=item_cluster,
                            row_is_theme=np.asarray(theme_rows)[order])
+
+
+class ClusterCatalogue:
+    """Items in equal clusters, each with a popularity order and a random item cycle (for the long sets).
+
+    Item ``i`` is in cluster ``i // items_per_cluster``. Draws from ``rng`` in a fixed order (each cluster's
+    popularity order, then each cluster's cycle), so a generator's output is a function of its seed.
+
+    Attributes:
+        cluster_of: ``[n_items]`` cluster of each item (``cluster_list``: the same as a list).
+        members: per cluster, its items from most to least popular.
+        successor: per item, the next item along its cluster's cycle (a list).
+    """
+
+    def __init__(self, rng: np.random.Generator, n_clusters: int, items_per_cluster: int,
+                 popularity_skew: float) -> None:
+        self.rng = rng
+        self.n_items = n_clusters * items_per_cluster
+        self.cluster_of = np.repeat(np.arange(n_clusters), items_per_cluster)
+        self.cluster_list = self.cluster_of.tolist()
+        self.members = [rng.permutation(np.flatnonzero(self.cluster_of == c)) for c in range(n_clusters)]
+        successor = np.empty(self.n_items, dtype=np.int64)
+        for c in range(n_clusters):
+            cycle = rng.permutation(self.members[c])
+            successor[cycle] = np.roll(cycle, -1)
+        self.successor = successor.tolist()
+        self.weights = 1.0 / np.arange(1, items_per_cluster + 1) ** popularity_skew
+
+    def popular_unseen(self, c: int, seen: np.ndarray) -> int:
+        """A Zipf-popularity-weighted draw among cluster ``c``'s items not in ``seen`` (one must exist)."""
+        free = ~seen[self.members[c]]
+        w = self.weights[free]
+        return int(self.members[c][free][self.rng.choice(int(free.sum()), p=w / w.sum())])
+
+    def next_unseen(self, item: int, seen: np.ndarray) -> int:
+        """The first item after ``item`` along its cluster's cycle not in ``seen`` (one must exist)."""
+        nxt = self.successor[item]
+        while seen[nxt]:
+            nxt = self.successor[nxt]
+        return nxt
 
 
 def sequences_to_interactions(users: list[int], items: list[int], n_users: int, cluster_of: np.ndarray,
@@ -157,4 +182,4 @@ def sequences_to_interactions(users: list[int], items: list[int], n_users: int, 
     return inter, u_dense, item_cluster, np.lexsort((stamps, u_dense[users_a]))
 
 
-__all__ = ["LongHistoryData", "make_long_history", "sequences_to_interactions"]
+__all__ = ["ClusterCatalogue", "LongHistoryData", "make_long_history", "sequences_to_interactions"]
