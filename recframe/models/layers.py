@@ -10,7 +10,7 @@ same parameters as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import torch
 import torch.nn.functional as F
@@ -28,6 +28,23 @@ def sequence_attention_mask(items: Tensor) -> Tensor:
     real_key = (items > 0)[:, None, None, :]
     eye = torch.eye(L, dtype=torch.bool, device=items.device)
     return (causal & real_key) | eye
+
+
+def encode_sequence(x: Tensor, items: Tensor, pos_emb: nn.Embedding, drop: nn.Module,
+                    blocks: Iterable[nn.Module], norm: nn.Module) -> Tensor:
+    """The causal sequence encoder of SASRec-style models: ``norm(blocks(drop(x + positions)))``.
+
+    ``x`` ``[B, W, d]`` are the inputs of the left-padded ``items`` ``[B, W]``; positions count from the end
+    of ``pos_emb``'s window (the latest item always has the last position), so ``W`` may be shorter than
+    the window. Padding keys are hidden by :func:`sequence_attention_mask`.
+    """
+    n_pos, W = pos_emb.num_embeddings, items.shape[1]
+    pos = torch.arange(n_pos - W, n_pos, device=items.device)
+    x = drop(x + pos_emb(pos)[None])
+    mask = sequence_attention_mask(items)
+    for block in blocks:
+        x = block(x, mask)
+    return norm(x)
 
 
 class CausalSelfAttention(nn.Module):

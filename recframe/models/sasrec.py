@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from recframe.models.base import EmbeddingModel
-from recframe.models.layers import TransformerBlock, init_transformer_weights, sequence_attention_mask
+from recframe.models.layers import TransformerBlock, encode_sequence, init_transformer_weights
 
 
 class SASRec(EmbeddingModel):
@@ -70,13 +70,8 @@ class SASRec(EmbeddingModel):
     def encode(self, items: Tensor) -> Tensor:
         """Hidden states ``[B, L, d]`` for left-padded item sequences ``[B, L]``."""
         items = items[:, -self.max_len:]
-        L = items.shape[1]
-        pos = torch.arange(self.max_len - L, self.max_len, device=items.device)
-        x = self.emb_drop(self.item_emb(items) + self.pos_emb(pos)[None])
-        mask = sequence_attention_mask(items)
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.final_norm(x)
+        return encode_sequence(self.item_emb(items), items, self.pos_emb, self.emb_drop, self.blocks,
+                               self.final_norm)
 
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
         h = self.encode(batch["input"])

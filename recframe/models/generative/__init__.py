@@ -14,10 +14,12 @@ from recframe.models.generative.decoding import (
     normalise_step,
     rowwise,
 )
+from recframe.models.generative.flash import FLASH
 from recframe.models.generative.models import TIGER, GenerativeRecModel, SIDDecoder
 from recframe.models.generative.trie import SIDTrie
 from recframe.models.generative.trierec import TrieRec
 
-__all__ = ["TIGER", "SIDDecoder", "GenerativeRecModel", "GenerativeAddon", "AuxLoss", "TrieRec", "SIDTrie",
+__all__ = ["TIGER", "FLASH", "SIDDecoder", "GenerativeRecModel", "GenerativeAddon", "AuxLoss", "TrieRec",
+           "SIDTrie",
            "StepLogits", "NodeScorer", "BeamResult", "beam_search", "exact_scores", "exact_scores_cached",
            "rowwise", "index_rows", "infer_batch_size", "normalise_step"]
