@@ -46,6 +46,13 @@ from recframe.data.batches import (
     SequenceWindows,
     pad_rows,
 )
+from recframe.data.cold_start import (
+    ColdEvalSet,
+    ColdItems,
+    check_cold_settings,
+    cold_eval_set,
+    hold_out_cold_items,
+)
 from recframe.data.eval_view import EvaluationView
 from recframe.data.interactions import DataError, Histories, Interactions
 from recframe.data.splits import Split, make_split
@@ -260,6 +267,10 @@ class RecDataModule(L.LightningDataModule):
             model on this data (in YAML a list of ``{class_path, init_args}``);
             the standard and signed metrics are always there.
         num_workers: DataLoader workers (0 keeps runs bit-reproducible on CPU).
+        cold_items: hold a set of items out of the data entirely (cold-start protocol,
+            :mod:`recframe.data.cold_start`): ``{fraction: 0.1, seed: 0, min_interactions: 1,
+            min_history: 1}`` (any key may be left out). Every split is built from the warm rows;
+            :meth:`cold_eval_set` gives the cold test cases. ``None`` (default): off.
     """
 
     def __init__(
@@ -283,6 +294,7 @@ class RecDataModule(L.LightningDataModule):
         signed_lambda: float = 1.0,
         metric_families: list[MetricFamily] | None = None,
         num_workers: int = 0,
+        cold_items: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         # families are objects: the checkpoint keeps the resolved config instead (weights_only loading)
@@ -309,6 +321,8 @@ class RecDataModule(L.LightningDataModule):
         self.signed_lambda = signed_lambda
         self.metric_families = list(metric_families or [])
         self.num_workers = num_workers
+        self.cold_items = check_cold_settings(cold_items)
+        self._cold: ColdItems | None = None
         self._split: Split | None = None
 
     # ------------------------------------------------------------------ data
@@ -334,7 +348,19 @@ class RecDataModule(L.LightningDataModule):
             inter = k_core(inter, user_k=self.user_k, item_k=self.item_k)
         inter = signed_labels(inter, like_threshold=self.like_threshold,
                               dislike_threshold=self.dislike_threshold)
+        if self.cold_items is not None:
+            inter, self._cold = hold_out_cold_items(inter, **self.cold_items)
+            logger.info("%s: %d cold items held out with their %d interactions", self.dataset,
+                        len(self._cold.items), len(self._cold.removed))
         return make_split(inter, self.split_name, ratio=self.ratio)
+
+    def cold_eval_set(self) -> ColdEvalSet:
+        """The cold-start test cases (:mod:`recframe.data.cold_start`); needs ``cold_items``."""
+        if self.cold_items is None:
+            raise DataError("cold_eval_set needs data.cold_items (e.g. {fraction: 0.1, seed: 0}).")
+        sp = self.split
+        warm = sp.train.concat(sp.valid).concat(sp.test)
+        return cold_eval_set(warm, self._cold, min_history=self.cold_items["min_history"])
 
     @property
     def n_items(self) -> int:
