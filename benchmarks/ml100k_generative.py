@@ -53,6 +53,8 @@ class Row:
     config: str
     tokenizer_seed: bool = True
     collaborative_seed: bool = False
+    #: CLI overrides on top of the config (a variant that differs from its config by a setting or two)
+    extra: tuple[str, ...] = ()
 
 
 ROWS: dict[str, Row] = {
@@ -66,12 +68,20 @@ ROWS: dict[str, Row] = {
     "Decoder-only (collaborative IDs)": Row("decoder_collab_ml100k.yaml", collaborative_seed=True),
     "Decoder-only (collaborative IDs) + TrieRec": Row("decoder_collab_trierec_ml100k.yaml",
                                                       collaborative_seed=True),
+    # issue 17: FLASH (parallel heads over SimHash IDs) and TIGER on the same SimHash IDs
+    "FLASH": Row("flash_ml100k.yaml"),
+    "FLASH (no alignment)": Row("flash_ml100k.yaml", extra=("--model.init_args.align_weight", "0.0")),
+    "TIGER (SimHash IDs)": Row("tiger_simhash_ml100k.yaml"),
 }
 #: (baseline, with the add-on): TrieRec's gain on each backbone and ID kind
-TRIEREC_PAIRS = [(base, f"{base} + TrieRec") for base in ROWS if base != "SASRec" and "TrieRec" not in base]
+TRIEREC_PAIRS = [(base, f"{base} + TrieRec") for base in ROWS if f"{base} + TrieRec" in ROWS]
 #: (baseline, alternative): what collaborative IDs change, per backbone
 ID_PAIRS = [("TIGER (text IDs)", "TIGER (collaborative IDs)"),
             ("Decoder-only (text IDs)", "Decoder-only (collaborative IDs)")]
+#: (baseline, alternative): FLASH's alignment, FLASH against learned-tokenizer TIGER, and the tokenizer
+#: (RQ-KMeans vs SimHash under the same TIGER) apart from the decoding (beam vs parallel heads)
+FLASH_PAIRS = [("FLASH (no alignment)", "FLASH"), ("TIGER (text IDs)", "FLASH"),
+               ("TIGER (text IDs)", "TIGER (SimHash IDs)"), ("TIGER (SimHash IDs)", "FLASH")]
 
 
 #: the search grid, the same for every row: one setting changed at a time from the config's
@@ -185,7 +195,7 @@ def overrides(row: str, seed: int, extra: Sequence[str] = (), folder: Path | Non
         args += ["--model.init_args.collaborative_seed", str(seed)]
     if row == "SASRec":
         args += ["--data.eval_ks", "[5, 10, 20]"]
-    return args + list(extra)
+    return args + list(spec.extra) + list(extra)
 
 
 def interrupted_checkpoint(name: str) -> Path | None:
@@ -437,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no finished runs under {RUNS}; run without --render-only first")
         return 1
     summary = summarise(runs)
-    comparisons = {**paired(runs, TRIEREC_PAIRS), **paired(runs, ID_PAIRS),
+    comparisons = {**paired(runs, TRIEREC_PAIRS), **paired(runs, ID_PAIRS), **paired(runs, FLASH_PAIRS),
                    **paired(runs, [("SASRec", row) for row in runs if row != "SASRec"])}
     md = render(summary, comparisons, "python -m benchmarks.ml100k_generative")
     figure = plot(runs, comparisons, reference_lines(), FIGURE)
