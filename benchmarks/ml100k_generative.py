@@ -72,6 +72,11 @@ ROWS: dict[str, Row] = {
     "FLASH": Row("flash_ml100k.yaml"),
     "FLASH (no alignment)": Row("flash_ml100k.yaml", extra=("--model.init_args.align_weight", "0.0")),
     "TIGER (SimHash IDs)": Row("tiger_simhash_ml100k.yaml"),
+    # issue 17: R-GRec's graph objectives on TIGER (text IDs), each alone and all three
+    "TIGER (text IDs) + R-GRec": Row("tiger_rgrec_ml100k.yaml"),
+    "TIGER (text IDs) + R-GRec (neighbor)": Row("tiger_rgrec_neighbor_ml100k.yaml"),
+    "TIGER (text IDs) + R-GRec (contrast)": Row("tiger_rgrec_contrast_ml100k.yaml"),
+    "TIGER (text IDs) + R-GRec (link)": Row("tiger_rgrec_link_ml100k.yaml"),
 }
 #: (baseline, with the add-on): TrieRec's gain on each backbone and ID kind
 TRIEREC_PAIRS = [(base, f"{base} + TrieRec") for base in ROWS if f"{base} + TrieRec" in ROWS]
@@ -82,6 +87,8 @@ ID_PAIRS = [("TIGER (text IDs)", "TIGER (collaborative IDs)"),
 #: (RQ-KMeans vs SimHash under the same TIGER) apart from the decoding (beam vs parallel heads)
 FLASH_PAIRS = [("FLASH (no alignment)", "FLASH"), ("TIGER (text IDs)", "FLASH"),
                ("TIGER (text IDs)", "TIGER (SimHash IDs)"), ("TIGER (SimHash IDs)", "FLASH")]
+#: (backbone, backbone + R-GRec objectives)
+RGREC_PAIRS = [("TIGER (text IDs)", row) for row in ROWS if "R-GRec" in row]
 
 
 #: the search grid, the same for every row: one setting changed at a time from the config's
@@ -448,6 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     summary = summarise(runs)
     comparisons = {**paired(runs, TRIEREC_PAIRS), **paired(runs, ID_PAIRS), **paired(runs, FLASH_PAIRS),
+                   **paired(runs, RGREC_PAIRS),
                    **paired(runs, [("SASRec", row) for row in runs if row != "SASRec"])}
     md = render(summary, comparisons, "python -m benchmarks.ml100k_generative")
     figure = plot(runs, comparisons, reference_lines(), FIGURE)

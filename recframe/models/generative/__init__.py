@@ -16,10 +16,11 @@ from recframe.models.generative.decoding import (
 )
 from recframe.models.generative.flash import FLASH
 from recframe.models.generative.models import TIGER, GenerativeRecModel, SIDDecoder
+from recframe.models.generative.rgrec import RGRec
 from recframe.models.generative.trie import SIDTrie
 from recframe.models.generative.trierec import TrieRec
 
 __all__ = ["TIGER", "FLASH", "SIDDecoder", "GenerativeRecModel", "GenerativeAddon", "AuxLoss", "TrieRec",
-           "SIDTrie",
+           "RGRec", "SIDTrie",
            "StepLogits", "NodeScorer", "BeamResult", "beam_search", "exact_scores", "exact_scores_cached",
            "rowwise", "index_rows", "infer_batch_size", "normalise_step"]

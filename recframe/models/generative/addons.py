@@ -20,6 +20,11 @@ An add-on is a :class:`GenerativeAddon`: a module of optional hooks, in the spir
   model's training loss and logged as ``train/aux_<name>``;
 * **logit adjustments** (:meth:`GenerativeAddon.adjust_logits`): a change of each level's next-code logits,
   applied in training (teacher forcing), exact scoring and beam search alike, so the three stay one function;
+* **training data** (:meth:`GenerativeAddon.bind_data`): the training split's ``Interactions``, given every
+  time the model's ``bind_data`` runs (at each fit, also when the backbone came from a checkpoint), so an
+  add-on can derive state from the training interactions (R-GRec's item graph); only training data ever
+  reaches it. State derived there belongs in non-persistent buffers: it is rebuilt from the same data rather
+  than saved, and inference must not need it;
 * **checkpointed state**: its parameters and buffers live in the model's ``state_dict`` under
   ``backbone.addons.<i>.``; other state goes through torch's ``get_extra_state``/``set_extra_state`` as plain
   Python values (checkpoints load with ``weights_only=True``).
@@ -93,6 +98,14 @@ class GenerativeAddon(nn.Module):
         expanded view: do not write into it).
         """
         return logits
+
+    def bind_data(self, train: Any) -> None:
+        """Derive state from the training ``Interactions`` (default: nothing).
+
+        Called by :meth:`~recframe.models.generative.models.GenerativeRecModel.bind_data` every time it runs
+        (before the backbone is built on a first fit; again on a resumed or repeated fit), with the training
+        split only.
+        """
 
     def auxiliary_losses(self, backbone: SIDBackbone, inputs: Tensor, targets: Tensor) -> list[AuxLoss]:
         """Extra training terms for a window batch ``inputs``/``targets`` ``[B, W]`` (default: none)."""

@@ -206,6 +206,18 @@ class SIDBackbone(nn.Module):
         """``[..., l]`` codes of levels ``0..l-1`` → token ids."""
         return 1 + self.offsets[: codes.shape[-1]] + codes
 
+    def item_representation(self, items: Tensor) -> Tensor:
+        """``[...]`` item ids → ``[..., D]``: each item's pooled SID input embedding,
+        ``sum_l (tok[token_id(code_l)] + level[l + 1])``, without position or add-on encodings (0 for the
+        padding item 0).
+
+        The token table is the one both backbones read their inputs from and tie their output logits to, so
+        an objective on this representation (R-GRec's) shapes what decoding uses.
+        """
+        ids = self.token_ids(self.codes[items])  # [..., L]
+        rep = self.tok(ids).sum(-2) + self.level.weight[1:].sum(0)
+        return rep * (items > 0)[..., None].to(rep.dtype)
+
     def embed_items(self, items: Tensor, positions: Tensor) -> tuple[Tensor, TokenNodes]:
         """``[B, W]`` items at window ``positions`` → ``[B, W * per_item, D]`` sequence inputs and their nodes
         (with ``history_tokens="items"``, each item's code-token inputs summed, and its leaf node)."""

@@ -8,7 +8,9 @@ validate, test, checkpoint and serve exactly like SASRec:
   :class:`~recframe.tokenizers.SIDTable`, and builds the backbone on its code
   table. The table lives in the model's buffers (and its full state under
   ``checkpoint["sid_table"]``), so a checkpoint is self-contained: loading it
-  rebuilds the backbone from the stored codes, with no tokenizer and no data;
+  rebuilds the backbone from the stored codes, with no tokenizer and no data. Every call (also when the
+  backbone already exists, e.g. on a resumed fit) first hands the training split to each add-on's
+  ``bind_data`` (R-GRec builds its item graph there);
 * ``loss`` is teacher forcing on sliding windows, every position a target;
 * ``score`` is **exact full-catalogue scoring**: the log-probability of every
   item's code path, ``sum_l log softmax_l(step(prefix_l))[c_l]``, walking the
@@ -172,6 +174,8 @@ class GenerativeRecModel(RecModel):
 
     # --------------------------------------------------------------- build
     def bind_data(self, train: Any) -> None:
+        for addon in self.addon_list:  # every time, also when resumed
+            addon.bind_data(train)
         if self.backbone is not None:
             return
         if self.tokenizer is None:
