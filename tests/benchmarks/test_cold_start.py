@@ -12,7 +12,7 @@ def test_content_knn_scores_cosine_to_the_mean_history_vector() -> None:
     content = np.array([[0, 0], [1, 0], [0, 1], [1, 1], [-1, 0]], dtype=np.float32)
     model = ContentKNN(content)
     scores = model.score({"history": torch.tensor([[0, 1, 1]])})[0]  # profile (2, 0) -> direction (1, 0)
-    expected = torch.tensor([0.0, 1.0, 0.0, 1 / np.sqrt(2), -1.0])
+    expected = torch.tensor([0.0, 1.0, 0.0, 1 / np.sqrt(2), -1.0], dtype=torch.float32)
     torch.testing.assert_close(scores, expected, rtol=1e-6, atol=1e-6)
 
 
