@@ -54,6 +54,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from recframe.models.base import RecModel
+from recframe.models.generative.sid_state import SIDTableState
 from recframe.models.layers import TransformerBlock, encode_sequence, init_transformer_weights
 from recframe.tokenizers import SIDTokenizer, SimHashTokenizer
 
@@ -69,7 +70,7 @@ def drop_codes(parts: Tensor, p: float) -> Tensor:
     return parts * keep[..., None].to(parts.dtype) / (1.0 - p)
 
 
-class FLASH(RecModel):
+class FLASH(SIDTableState, RecModel):
     """FLASH: SimHash semantic IDs, parallel code heads, semantic alignment (module docstring).
 
     Args:
@@ -88,6 +89,7 @@ class FLASH(RecModel):
 
     train_batch: ClassVar[str] = "sequence"
     uses_history: ClassVar[bool] = True
+    codes_key: ClassVar[str] = "codes"
 
     def __init__(
         self,
@@ -195,25 +197,21 @@ class FLASH(RecModel):
             raise RuntimeError("FLASH has no semantic IDs yet: fit it (bind_data) or load a checkpoint "
                                "first.")
 
-    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False):  # type: ignore[override]
-        if not self.built and "codes" in state_dict:  # the checkpoint carries the SID table
-            self.build_heads(state_dict["codes"].cpu().numpy(),
-                             tuple(int(v) for v in state_dict["codebook_sizes_t"]))
-        if "align_proj.weight" in state_dict and not hasattr(self, "align_proj"):
-            self.align_proj = nn.Linear(*reversed(state_dict["align_proj.weight"].shape)).to(self.device)
-        return super().load_state_dict(state_dict, strict=strict, assign=assign)
+    def sid_built(self) -> bool:
+        return self.built
 
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        if self.sid_table_state is not None:
-            checkpoint["sid_table"] = self.sid_table_state
+    def build_from_codes(self, codes: np.ndarray, codebook_sizes: tuple[int, ...]) -> None:
+        self.build_heads(codes, codebook_sizes)
 
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        self.sid_table_state = checkpoint.get("sid_table")
-        state = checkpoint.get("state_dict", {})
-        if not self.built and "codes" in state:
-            self.build_heads(state["codes"].cpu().numpy(), tuple(int(v) for v in state["codebook_sizes_t"]))
+    def build_from_state(self, state: Any) -> None:
+        """The heads from the stored SID table, and the alignment projection if the state has one."""
+        super().build_from_state(state)
         if "align_proj.weight" in state and not hasattr(self, "align_proj"):
             self.align_proj = nn.Linear(*reversed(state["align_proj.weight"].shape)).to(self.device)
+
+    def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False):  # type: ignore[override]
+        self.build_from_state(state_dict)  # the checkpoint carries the SID table
+        return super().load_state_dict(state_dict, strict=strict, assign=assign)
 
     # ------------------------------------------------------------- forward
     def item_representation(self, items: Tensor, *, code_dropout: float = 0.0) -> Tensor:

@@ -42,6 +42,7 @@ from recframe.models.generative.addons import GenerativeAddon, addon_from_spec
 from recframe.models.generative.backbones import SIDBackbone
 from recframe.models.generative.decoder import DecoderBackbone
 from recframe.models.generative.decoding import BeamResult, beam_search, exact_scores, exact_scores_cached
+from recframe.models.generative.sid_state import SIDTableState
 from recframe.models.generative.tiger import TigerBackbone
 from recframe.models.generative.trie import SIDTrie
 from recframe.tokenizers import SIDTokenizer
@@ -58,7 +59,7 @@ CACHE_BLOCK = 1 << 23
 BELOW_BEAM = -1e9
 
 
-class GenerativeRecModel(RecModel):
+class GenerativeRecModel(SIDTableState, RecModel):
     """Shared training/scoring of semantic-ID generative models (see module docstring).
 
     Args:
@@ -113,6 +114,7 @@ class GenerativeRecModel(RecModel):
     train_batch: ClassVar[str] = "sequence"
     uses_history: ClassVar[bool] = True
     backbone_class: ClassVar[type[SIDBackbone]]
+    codes_key: ClassVar[str] = "backbone.codes"
 
     def __init__(
         self,
@@ -244,20 +246,18 @@ class GenerativeRecModel(RecModel):
         self.register_buffer("codebook_sizes_t", torch.tensor(codebook_sizes, dtype=torch.long))
         self._trie = None
 
+    def sid_built(self) -> bool:
+        return self.backbone is not None
+
+    def build_from_codes(self, codes: np.ndarray, codebook_sizes: tuple[int, ...]) -> None:
+        self._build(codes, codebook_sizes)
+
     def load_state_dict(self, state_dict: Any, strict: bool = True, assign: bool = False):  # type: ignore[override]
         if legacy.has_legacy_keys(state_dict):  # TrieRec's tables under their pre-add-on names
             state_dict = self._map_legacy(state_dict)
         # a fresh model has no backbone until its SID table is known; the checkpoint carries the codes
-        if self.backbone is None and "backbone.codes" in state_dict:
-            self._build(
-                state_dict["backbone.codes"].cpu().numpy(),
-                tuple(int(v) for v in state_dict["codebook_sizes_t"]),
-            )
+        self.build_from_state(state_dict)
         return super().load_state_dict(state_dict, strict=strict, assign=assign)
-
-    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        if self.sid_table_state is not None:
-            checkpoint["sid_table"] = self.sid_table_state
 
     def _map_legacy(self, state_dict: Any) -> dict[str, Any]:
         index = next((i for i, a in enumerate(self.addon_list) if legacy._is_trierec(a)), None)
@@ -285,12 +285,7 @@ class GenerativeRecModel(RecModel):
                 self.addon_list = [addon_from_spec(spec) for spec in specs]
                 self.hparams["addons"] = [a.spec() for a in self.addon_list]
                 logger.info("old-format checkpoint: TrieRec flag mapped to addons=%s", self.hparams["addons"])
-        self.sid_table_state = checkpoint.get("sid_table")
-        state = checkpoint.get("state_dict", {})
-        if self.backbone is None and "backbone.codes" in state:
-            self._build(
-                state["backbone.codes"].cpu().numpy(), tuple(int(v) for v in state["codebook_sizes_t"])
-            )
+        super().on_load_checkpoint(checkpoint)  # the SID table state, and the backbone from the stored codes
 
     @property
     def trie(self) -> SIDTrie:
