@@ -403,9 +403,14 @@ def plot(runs: Mapping[str, list[dict[str, Any]]], comparisons: Mapping[str, Any
 
 
 def search(rows: Sequence[str], points: Sequence[str]) -> str:
-    """Seed 0 of ``rows`` at each search point; returns the validation-only markdown table."""
+    """Seed 0 of ``rows`` at each search point; returns the validation-only markdown table.
+
+    The table covers every row with a stored search run (not only ``rows``), so searching one row does not
+    drop the others from the written results."""
     for point in points:
         run_all(rows, [0], SEARCH[point], folder=point_folder(point))
+    searched = {row for row in ROWS if any(run_file(row, 0, point_folder(p)).exists() for p in SEARCH)}
+    rows = [row for row in ROWS if row in rows or row in searched]
     lines = ["| model | " + " | ".join(SEARCH) + " | selected |", "|---|" + "---:|" * len(SEARCH) + "---|"]
     selected = {}
     for row in rows:
