@@ -9,12 +9,13 @@ under ``checkpoint["sid_table"]``. This mixin rebuilds the modules from those tw
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import numpy as np
 
 
-class SIDTableState:
+class SIDTableState(ABC):
     """Mixin for a ``LightningModule`` whose modules are built from a SID table.
 
     Subclasses set ``codes_key`` (the state-dict key of the codes buffer), keep ``sid_table_state`` (the
@@ -25,13 +26,13 @@ class SIDTableState:
     codes_key: ClassVar[str]
     sid_table_state: dict[str, Any] | None
 
+    @abstractmethod
     def sid_built(self) -> bool:
         """Whether the code-dependent modules exist."""
-        raise NotImplementedError
 
+    @abstractmethod
     def build_from_codes(self, codes: np.ndarray, codebook_sizes: tuple[int, ...]) -> None:
         """Create the code-dependent modules for a SID table ``[n_items + 1, L]``."""
-        raise NotImplementedError
 
     def build_from_state(self, state: Any) -> None:
         """Build from a state dict's codes and sizes if not built yet (no-op without them)."""
