@@ -75,6 +75,19 @@ def test_addon_example(examples):
     assert any(b.abs().sum() > 0 for b in addon.bias)  # the logit bias was trained
 
 
+def test_embedding_addon_example(examples):
+    from recframe.models import BPRMF
+
+    L.seed_everything(0)
+    dm = _dm()
+    addon = examples["ItemNormPenalty"](weight=0.1)
+    model = BPRMF(n_items=dm.n_items, n_users=dm.n_users, dim=8, addons=[addon])
+    trainer = _trainer(limit_val_batches=0)
+    trainer.fit(model, dm)
+    assert "train/aux_item_norm" in trainer.callback_metrics
+    assert model.hparams["addons"][0]["init_args"] == {"weight": 0.1}
+
+
 def test_head_probe_example():
     from recframe.models.sasrec import SASRec
 

@@ -6,6 +6,7 @@ See :mod:`recframe.metrics.ranking` for the ranking conventions (padding, maskin
 
 from recframe.metrics.evaluator import SHORTHAND_METRICS, FullRankingEvaluator, evaluate
 from recframe.metrics.families import (
+    DislikedHitsFamily,
     EvalChunk,
     ItemCoverageFamily,
     MetricFamily,
@@ -21,9 +22,10 @@ from recframe.metrics.ranking import (
     target_ranks,
     topk_items,
 )
-from recframe.metrics.signed import SIGNED_METRICS, signed_metrics, signed_user_masks
+from recframe.metrics.signed import SIGNED_METRICS, disliked_hits, signed_metrics, signed_user_masks
 
 __all__ = [
+    "DislikedHitsFamily",
     "EvalChunk",
     "FullRankingEvaluator",
     "ItemCoverageFamily",
@@ -35,6 +37,7 @@ __all__ = [
     "SignedFamily",
     "StandardFamily",
     "check_finite_scores",
+    "disliked_hits",
     "eligible_mask",
     "evaluate",
     "signed_metrics",

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from recframe.metrics.ranking import DISLIKED_TIES, STANDARD_METRICS, standard_metrics
-from recframe.metrics.signed import SIGNED_METRICS, signed_metrics, signed_user_masks
+from recframe.metrics.signed import SIGNED_METRICS, disliked_hits, signed_metrics, signed_user_masks
 from recframe.metrics.topk import masked_top_k
 
 NEEDS: tuple[str, ...] = ("ranks", "labels", "scores")
@@ -193,6 +193,24 @@ class SignedFamily(MetricFamily):
 
     def user_mask(self, chunk: EvalChunk) -> dict[str, Tensor]:
         return signed_user_masks(chunk.labels, chunk.valid)
+
+
+class DislikedHitsFamily(MetricFamily):
+    """``disliked_hits@K``: held-out disliked items in a user's top ``K``, averaged over users.
+
+    Per user ``#{t in D: r_t < K}`` (:func:`recframe.metrics.signed.disliked_hits`), ranks with disliked
+    items first among equal scores (the signed metrics' worst case); averaged over users with at least one
+    held-out item (Signed HR's users), so it reads "disliked items per top-K list". Not in the default
+    evaluator; add it through ``data.metric_families`` (``benchmarks/ml100k_signed.py`` does).
+    """
+
+    names = ("disliked_hits",)
+    needs = frozenset({"ranks", "labels"})
+    disliked_ties = "first"
+
+    def values(self, chunk: EvalChunk) -> dict[str, Tensor]:
+        return {"disliked_hits": disliked_hits(chunk.ranks(self.disliked_ties), chunk.labels, chunk.valid,
+                                               chunk.ks)}
 
 
 class ItemCoverageFamily(MetricFamily):

@@ -61,3 +61,15 @@ def signed_metrics(
         "signed_hr": (liked_hits > 0).double() - signed_lambda * (disliked_hits > 0).double(),
         "signed_ndcg": torch.where(idcg > 0, dcg / idcg.clamp(min=1e-300), torch.zeros_like(dcg)),
     }
+
+
+def disliked_hits(ranks: Tensor, labels: Tensor, valid: Tensor, ks: Sequence[int]) -> Tensor:
+    """Held-out disliked items in each user's top ``K``: ``#{t in D: hit_t}``, float64 ``[B, len(ks)]``.
+
+    With ``disliked_ties="first"`` ranks (a disliked item ranks before every item it ties with), so a tie
+    never hides a disliked hit. What Signed Recall subtracts before dividing by ``|L|``, as a count.
+    """
+    kt = torch.as_tensor(list(ks), dtype=torch.long, device=ranks.device)
+    disliked = valid & (labels == -1)
+    hit = (ranks[:, :, None] < kt) & disliked[:, :, None]
+    return hit.sum(dim=1, dtype=torch.float64)

@@ -6,5 +6,7 @@ from recframe.models.lightgcn import LightGCN
 from recframe.models.popularity import Popularity
 from recframe.models.recmem import RecMem
 from recframe.models.sasrec import SASRec
+from recframe.models.signed import LightGCNNeg, SiReN, ValenceMargin
 
-__all__ = ["RecModel", "EmbeddingModel", "Popularity", "BPRMF", "LightGCN", "SASRec", "RecMem"]
+__all__ = ["RecModel", "EmbeddingModel", "Popularity", "BPRMF", "LightGCN", "SASRec", "RecMem",
+           "SiReN", "LightGCNNeg", "ValenceMargin"]

@@ -18,6 +18,13 @@ Models that need the training graph or counts override ``bind_data(train)``,
 called once before fitting; whatever they derive is stored in buffers so a
 checkpoint is self-contained.
 
+Embedding models take add-ons (:class:`~recframe.models.addons.EmbeddingAddon`,
+e.g. :class:`~recframe.models.signed.ValenceMargin`) through an ``addons:``
+constructor argument: :meth:`EmbeddingModel.attach_addons` stores them and
+their specs (in the hyperparameters, so checkpoints rebuild them), each fit
+hands them the training split after ``bind_data``, and every training step
+adds their weighted auxiliary terms (:meth:`RecModel.addon_losses`) to the loss.
+
 Evaluation goes through :class:`recframe.metrics.FullRankingEvaluator` only;
 its settings come from the datamodule's protocol, so every model in a table is
 measured the same way. Running sums are summed across processes (not averaged)
@@ -27,13 +34,15 @@ before the metrics are computed.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import lightning as L
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from recframe.metrics import FullRankingEvaluator
+from recframe.models.addons import AuxLoss, EmbeddingAddon, embedding_addon_from_spec
 
 
 class RecModel(L.LightningModule, ABC):
@@ -73,6 +82,14 @@ class RecModel(L.LightningModule, ABC):
     @abstractmethod
     def score(self, batch: dict[str, Tensor]) -> Tensor:
         """Scores ``[B, n_items + 1]`` for every item (padding column ignored)."""
+
+    def addon_losses(self, batch: dict[str, Tensor]) -> list[AuxLoss]:
+        """Auxiliary terms the training step adds to :meth:`loss` as ``sum weight * value`` (default: none).
+
+        Embedding models return their add-ons' terms (:meth:`EmbeddingModel.addon_losses`); generative
+        models add their add-ons' terms inside their own ``loss``.
+        """
+        return []
 
     def loss_terms(self, batch: dict[str, Tensor]) -> int:
         """How many per-sample terms ``loss(batch)`` averages (default: the batch's rows).
@@ -124,6 +141,11 @@ class RecModel(L.LightningModule, ABC):
         if loss is None and any(p.requires_grad for p in self.parameters()):
             raise RuntimeError(f"{type(self).__name__}.loss returned None but the model has trainable "
                                "parameters; return the training loss tensor.")
+        if loss is not None:
+            for term in self.addon_losses(batch):
+                loss = loss + term.weight * term.value
+                self.log(f"train/aux_{term.name}", term.value.detach(), on_step=False, on_epoch=True,
+                         batch_size=_batch_size(batch), sync_dist=True)
         if loss is not None and self._trainer is not None and self.trainer.world_size > 1:
             loss = self._global_batch_mean(loss, self.loss_terms(batch))
         if loss is not None:
@@ -194,9 +216,45 @@ class RecModel(L.LightningModule, ABC):
 
 
 class EmbeddingModel(RecModel):
-    """A model that scores by inner product of a query and item embeddings."""
+    """A model that scores by inner product of a query and item embeddings.
+
+    Add-ons: a subclass that takes them has an ``addons: list[EmbeddingAddon] | None = None`` constructor
+    argument, calls ``self.save_hyperparameters(ignore=["addons"])`` and then ``self.attach_addons(addons)``.
+    """
     score_metric: ClassVar[str] = "ip"  # how score() compares query and items: "ip" inner product or "cosine"
 
+    # ------------------------------------------------------------- add-ons
+    def attach_addons(self, addons: Sequence[EmbeddingAddon | Mapping[str, Any]] | None) -> None:
+        """Build the add-ons (objects or ``{class_path, init_args}`` specs) and register them as ``addons``.
+
+        Their specs are stored in ``hparams["addons"]`` (plain values), so a checkpoint loaded with
+        ``weights_only=True`` rebuilds them; their parameters and persistent buffers are saved under
+        ``addons.<i>.``. Creates no parameters itself, so the model's initialisation is unchanged.
+        """
+        built = [embedding_addon_from_spec(a) for a in addons or []]
+        self.addons = nn.ModuleList(built)
+        self.hparams["addons"] = [a.spec() for a in built]
+
+    def attached_addons(self) -> list[EmbeddingAddon]:
+        """The attached add-ons, in list order (empty for a model that takes none)."""
+        return list(getattr(self, "addons", None) or [])
+
+    def bind_addons(self, train: Any) -> None:
+        """Give every add-on the training split (called at each fit, after :meth:`bind_data`)."""
+        for addon in self.attached_addons():
+            addon.bind_data(train)
+
+    def addon_losses(self, batch: dict[str, Tensor]) -> list[AuxLoss]:
+        """The add-ons' auxiliary terms for one training batch, in list order."""
+        return [term for addon in self.attached_addons() for term in addon.auxiliary_losses(self, batch)]
+
+    def setup(self, stage: str) -> None:
+        super().setup(stage)
+        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        if dm is not None and stage == "fit":
+            self.bind_addons(dm.split.train)
+
+    # ----------------------------------------------------------- embeddings
     @abstractmethod
     def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
         """``[B, d]`` query vectors for an evaluation batch."""
@@ -204,6 +262,14 @@ class EmbeddingModel(RecModel):
     @abstractmethod
     def item_embeddings(self) -> Tensor:
         """``[n_items + 1, d]`` item vectors (row 0 is padding)."""
+
+    def query_and_item_embeddings(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """``(query_embedding(batch), item_embeddings())`` in one call.
+
+        Models whose two halves come from one forward pass (graph propagation) override it to run that
+        pass once; add-ons that need both use it.
+        """
+        return self.query_embedding(batch), self.item_embeddings()
 
     def score(self, batch: dict[str, Tensor]) -> Tensor:
         return self.query_embedding(batch) @ self.item_embeddings().T

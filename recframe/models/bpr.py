@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 
 from torch import Tensor, nn
 
+from recframe.models.addons import EmbeddingAddon
 from recframe.models.base import EmbeddingModel
 from recframe.models.losses import bpr_loss, embedding_l2
 
@@ -21,15 +22,19 @@ class BPRMF(EmbeddingModel):
     Args:
         dim: embedding size.
         reg_weight: weight of the per-batch embedding L2 penalty.
+        addons: embedding add-ons (:class:`~recframe.models.addons.EmbeddingAddon`, e.g.
+            :class:`~recframe.models.signed.ValenceMargin`); their specs are stored in the hyperparameters.
     """
 
     train_batch: ClassVar[str] = "pairwise"
 
     def __init__(self, n_items: int, n_users: int, dim: int = 64, reg_weight: float = 1e-4,
                  lr: float = 1e-3, weight_decay: float = 0.0,
-                 optimizer: Literal["adam", "adamw"] = "adam") -> None:
+                 optimizer: Literal["adam", "adamw"] = "adam",
+                 addons: list[EmbeddingAddon] | None = None) -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
-        self.save_hyperparameters()
+        self.save_hyperparameters(ignore=["addons"])
+        self.attach_addons(addons)
         self.reg_weight = reg_weight
         self.user_emb = nn.Embedding(n_users + 1, dim)
         self.item_emb = nn.Embedding(n_items + 1, dim, padding_idx=0)

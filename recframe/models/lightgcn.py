@@ -11,7 +11,7 @@ Node layout: users ``0..n_users`` then items ``0..n_items`` (both with padding).
 from __future__ import annotations
 
 import warnings
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor, nn
@@ -19,6 +19,7 @@ from torch_geometric.nn import LGConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from recframe.data.interactions import Interactions
+from recframe.models.addons import EmbeddingAddon
 from recframe.models.base import EmbeddingModel
 from recframe.models.losses import bpr_loss, embedding_l2
 
@@ -30,15 +31,19 @@ class LightGCN(EmbeddingModel):
         dim: embedding size.
         n_layers: propagation layers K.
         reg_weight: weight of the per-batch L2 penalty on ego embeddings.
+        addons: embedding add-ons (:class:`~recframe.models.addons.EmbeddingAddon`, e.g.
+            :class:`~recframe.models.signed.ValenceMargin`); their specs are stored in the hyperparameters.
     """
 
     train_batch: ClassVar[str] = "pairwise"
 
     def __init__(self, n_items: int, n_users: int, dim: int = 64, n_layers: int = 3,
                  reg_weight: float = 1e-4, lr: float = 1e-3, weight_decay: float = 0.0,
-                 optimizer: Literal["adam", "adamw"] = "adam") -> None:
+                 optimizer: Literal["adam", "adamw"] = "adam",
+                 addons: list[EmbeddingAddon] | None = None) -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
-        self.save_hyperparameters()
+        self.save_hyperparameters(ignore=["addons"])
+        self.attach_addons(addons)
         self.reg_weight = reg_weight
         self.emb = nn.Embedding(n_users + 1 + n_items + 1, dim)
         nn.init.xavier_normal_(self.emb.weight)
@@ -47,12 +52,7 @@ class LightGCN(EmbeddingModel):
         self.register_buffer("edge_weight", torch.zeros(0))
 
     def bind_data(self, train: Interactions) -> None:
-        u = torch.as_tensor(train.user, dtype=torch.long)
-        i = torch.as_tensor(train.item, dtype=torch.long) + self.n_users + 1
-        pairs = torch.unique(torch.stack([u, i]), dim=1)
-        edge_index = torch.cat([pairs, pairs.flip(0)], dim=1)
-        edge_index, weight = gcn_norm(edge_index, None, num_nodes=self.emb.num_embeddings,
-                                      add_self_loops=False)
+        edge_index, weight = bipartite_graph(train.user, train.item, self.n_users, self.emb.num_embeddings)
         self.edge_index = edge_index.to(self.emb.weight.device)
         self.edge_weight = weight.to(self.emb.weight.device)
 
@@ -72,13 +72,7 @@ class LightGCN(EmbeddingModel):
         """
         key = (self.edge_index.data_ptr(), self.edge_index.device)
         if getattr(self, "_adj_key", None) != key:
-            n = self.emb.num_embeddings
-            # LGConv multiplies adj_t @ x with adj_t[target, source]; the graph is symmetric
-            coo = torch.sparse_coo_tensor(self.edge_index.flip(0), self.edge_weight, (n, n),
-                                          check_invariants=True).coalesce()
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-                self._adj = coo.to_sparse_csr()
+            self._adj = csr_adjacency(self.edge_index, self.edge_weight, self.emb.num_embeddings)
             self._adj_key = key
         return self._adj
 
@@ -107,3 +101,30 @@ class LightGCN(EmbeddingModel):
     def item_embeddings(self) -> Tensor:
         return self.propagate()[1]
 
+    def query_and_item_embeddings(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        users, items = self.propagate()  # one propagation for both
+        return users[batch["users"]], items
+
+
+def bipartite_graph(users: Any, items: Any, n_users: int, n_nodes: int) -> tuple[Tensor, Tensor]:
+    """The symmetric, normalised user–item graph of interaction rows ``(users[r], items[r])``.
+
+    Node layout: users ``0..n_users`` then items at ``n_users + 1 + item`` (both with padding), ``n_nodes``
+    in all. Repeated pairs become one edge; both directions are kept; weights are ``D^-1/2 A D^-1/2``
+    (``gcn_norm`` without self-loops). Returns ``(edge_index [2, E], edge_weight [E])`` on the CPU.
+    """
+    u = torch.as_tensor(users, dtype=torch.long)
+    i = torch.as_tensor(items, dtype=torch.long) + n_users + 1
+    pairs = torch.unique(torch.stack([u, i]), dim=1)
+    edge_index = torch.cat([pairs, pairs.flip(0)], dim=1)
+    return gcn_norm(edge_index, None, num_nodes=n_nodes, add_self_loops=False)
+
+
+def csr_adjacency(edge_index: Tensor, edge_weight: Tensor, n_nodes: int) -> Tensor:
+    """A symmetric edge list as the sparse CSR matrix ``LGConv`` aggregates with (one sparse product)."""
+    # LGConv multiplies adj_t @ x with adj_t[target, source]; the graph is symmetric
+    coo = torch.sparse_coo_tensor(edge_index.flip(0), edge_weight, (n_nodes, n_nodes),
+                                  check_invariants=True).coalesce()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return coo.to_sparse_csr()

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from recframe.models.addons import EmbeddingAddon
 from recframe.models.base import EmbeddingModel
 from recframe.models.layers import TransformerBlock, encode_sequence, init_transformer_weights
 
@@ -41,6 +42,8 @@ class SASRec(EmbeddingModel):
         n_negatives: negatives for the sampled softmax.
         n_kv_heads: key/value heads for grouped-query attention (``None``: one per query head, the
             original SASRec); must divide ``n_heads``.
+        addons: embedding add-ons (:class:`~recframe.models.addons.EmbeddingAddon`, e.g.
+            :class:`~recframe.models.signed.ValenceMargin`); their specs are stored in the hyperparameters.
     """
 
     train_batch: ClassVar[str] = "sequence"
@@ -50,9 +53,11 @@ class SASRec(EmbeddingModel):
                  n_layers: int = 2, n_heads: int = 2, inner: int = 256, dropout: float = 0.2,
                  attn_dropout: float = 0.2, loss_type: Literal["ce", "sampled"] = "ce",
                  n_negatives: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
-                 optimizer: Literal["adam", "adamw"] = "adam", n_kv_heads: int | None = None) -> None:
+                 optimizer: Literal["adam", "adamw"] = "adam", n_kv_heads: int | None = None,
+                 addons: list[EmbeddingAddon] | None = None) -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
-        self.save_hyperparameters()
+        self.save_hyperparameters(ignore=["addons"])
+        self.attach_addons(addons)
         self.max_len = max_len
         self.loss_type = loss_type
         self.n_negatives = n_negatives

@@ -41,29 +41,24 @@ When several add-ons contribute to one hook, their contributions are summed in l
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from torch import Tensor, nn
+from torch import Tensor
 
+from recframe.models.addons import Addon, AuxLoss, build_addon
 from recframe.models.generative.structure import TokenNodes
 
 if TYPE_CHECKING:
     from recframe.models.generative.backbones import SIDBackbone
 
 
-class AuxLoss(NamedTuple):
-    """One auxiliary training term: ``weight * value`` is added to the loss; ``value`` is logged by name."""
+class GenerativeAddon(Addon):
+    """Base class of generative add-ons (module docstring). Every hook is optional.
 
-    name: str
-    weight: float
-    value: Tensor
-
-
-class GenerativeAddon(nn.Module):
-    """Base class of generative add-ons (module docstring). Every hook is optional."""
+    The spec and the ``bind_data`` hook come from :class:`~recframe.models.addons.Addon`, shared with the
+    embedding models' add-ons.
+    """
 
     def build(self, backbone: SIDBackbone) -> None:
         """Create parameters for ``backbone`` (its ``L``, ``dim``, ``n_heads``, ``n_items`` are set).
@@ -111,38 +106,11 @@ class GenerativeAddon(nn.Module):
         """Extra training terms for a window batch ``inputs``/``targets`` ``[B, W]`` (default: none)."""
         return []
 
-    # ------------------------------------------------------------------ spec
-    def spec(self) -> dict[str, Any]:
-        """``{"class_path": ..., "init_args": {...}}``: what rebuilds this add-on (stored in checkpoints).
-
-        Reads each constructor argument from the attribute of the same name.
-        """
-        cls = type(self)
-        args = {}
-        for name, param in inspect.signature(cls.__init__).parameters.items():
-            if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                continue
-            if not hasattr(self, name):
-                raise TypeError(f"{cls.__name__} stores no attribute {name!r} for its constructor argument; "
-                                "an add-on's __init__ must keep every argument under its own name.")
-            args[name] = getattr(self, name)
-        return {"class_path": f"{cls.__module__}.{cls.__qualname__}", "init_args": args}
-
 
 def addon_from_spec(spec: GenerativeAddon | Mapping[str, Any]) -> GenerativeAddon:
-    """An add-on from itself or from its :meth:`GenerativeAddon.spec` (``class_path`` + ``init_args``)."""
-    if isinstance(spec, GenerativeAddon):
-        return spec
-    if not isinstance(spec, Mapping) or "class_path" not in spec:
-        raise ValueError(f"addons: {spec!r} is not an add-on; give {{class_path: "
-                         "recframe.models.generative.TrieRec, init_args: {{...}}}} or a GenerativeAddon.")
-    path = str(spec["class_path"])
-    module_name, _, name = path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError, ValueError):
-        raise ValueError(f"addons: class_path {path!r} cannot be imported; check the spelling, or install "
-                         "the package that defines it.") from None
-    if not (isinstance(cls, type) and issubclass(cls, GenerativeAddon)):
-        raise ValueError(f"addons: {path!r} is not a GenerativeAddon subclass.")
-    return cls(**dict(spec.get("init_args") or {}))
+    """An add-on from itself or from its :meth:`~recframe.models.addons.Addon.spec` (``class_path`` +
+    ``init_args``); see :func:`recframe.models.addons.build_addon`."""
+    return build_addon(spec, GenerativeAddon, "recframe.models.generative.TrieRec")
+
+
+__all__ = ["AuxLoss", "GenerativeAddon", "addon_from_spec"]

@@ -1,0 +1,225 @@
+"""Valence-aware recommendation on ML-100K, signed protocol (seed ¶4): do models keep disliked items out?
+
+Run (after ``recframe data prepare ml-100k``)::
+
+    python -m benchmarks.ml100k_signed --rows SiReN "LightGCN-Neg" "LightGCN + ValenceMargin" --seeds 0
+    python -m benchmarks.ml100k_signed --render-only
+
+Protocol: the ratio split of ``benchmarks/ml100k_baselines.py --split ratio`` (per-user chronological
+80/10/10, all later interactions held out; conventional metrics count liked items, rating >= 4, as relevant;
+signed metrics give a held-out disliked item, rating <= 2, gain -1). Each row trains from its config in
+``configs/`` with ``--data.split ratio`` (early stopping on validation NDCG@10, best checkpoint tested).
+
+Rows. Popularity (the floor), BPR-MF, LightGCN and SASRec (sign-blind: they train on every interaction),
+the two sign-aware graph models (SiReN, LightGCN with the negative-aware loss, "LightGCN-Neg"), and each
+embedding model again with the ValenceMargin add-on (``*_valence_ml100k_signed.yaml``).
+
+Columns, all on the test split:
+
+* Recall@10, NDCG@10, Signed Recall/HR/NDCG@10: the evaluator's (:mod:`recframe.metrics.signed`);
+* disliked/top-10: held-out disliked items in a user's top 10, averaged over test users, from the
+  evaluator's :class:`~recframe.metrics.DislikedHitsFamily` (added with ``--data.metric_families``);
+* probe AUROC / score AUROC: :func:`recframe.models.signed.valence_probe` on the tested model (a logistic
+  probe on frozen ``q_u ⊙ e_i``, trained on training pairs, AUROC on test pairs; and the AUROC of the
+  model's own inner product on the same pairs); ``-`` for Popularity (no embeddings);
+* NDCG@10 / Pop: a row below 1 is flagged, as a baseline that loses to Popularity is a bug.
+
+Below the table: Kendall's tau between the model rankings under a conventional metric and its signed
+counterpart (NDCG@10 vs Signed NDCG@10, Recall@10 vs Signed Recall@10; ``scipy.stats.kendalltau`` over the
+rows' seed means). Every run writes ``benchmarks/results/ml100k_signed/ROW__seedS.json`` as it finishes
+(a run killed mid-way resumes from its ``last.ckpt`` under ``runs/signed_ROW__seedS``); ``--render-only``
+(and every run) builds ``benchmarks/results/ml100k_signed.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.common import RESULTS, claim, fit_and_test, write_results
+from recframe.checkpoint_io import atomic_write
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+RUNS = RESULTS / "ml100k_signed"
+RUN_LOGS = Path("runs")
+ROWS: dict[str, str] = {
+    "Popularity": "popularity_ml100k.yaml",
+    "BPR-MF": "bprmf_ml100k.yaml",
+    "BPR-MF + ValenceMargin": "bprmf_valence_ml100k_signed.yaml",
+    "LightGCN": "lightgcn_ml100k.yaml",
+    "LightGCN + ValenceMargin": "lightgcn_valence_ml100k_signed.yaml",
+    "SASRec": "sasrec_ml100k.yaml",
+    "SASRec + ValenceMargin": "sasrec_valence_ml100k_signed.yaml",
+    "SiReN": "sirens_ml100k_signed.yaml",
+    "SiReN + ValenceMargin": "sirens_valence_ml100k_signed.yaml",
+    "LightGCN-Neg": "lightgcn_neg_ml100k_signed.yaml",
+    "LightGCN-Neg + ValenceMargin": "lightgcn_neg_valence_ml100k_signed.yaml",
+}
+FAMILIES = [{"class_path": "recframe.metrics.DislikedHitsFamily"}]
+#: the table's metric columns (test split), in order
+METRICS = ("recall@10", "ndcg@10", "signed_recall@10", "signed_hr@10", "signed_ndcg@10", "disliked_hits@10")
+#: (conventional, signed) metric pairs whose model rankings Kendall's tau compares
+TAU_PAIRS = (("ndcg@10", "signed_ndcg@10"), ("recall@10", "signed_recall@10"))
+
+
+def slug(row: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in row).strip("_")
+
+
+def run_file(row: str, seed: int) -> Path:
+    return RUNS / f"{slug(row)}__seed{seed}.json"
+
+
+def probe_hook(model: Any, dm: Any) -> dict[str, Any]:
+    """``after_test``: the valence probe of the tested model (``None`` for a model without embeddings)."""
+    if not callable(getattr(model, "item_embeddings", None)):
+        return {"probe": None}
+    from recframe.models.signed import valence_probe
+
+    return {"probe": valence_probe(model, dm.split, max_len=dm.max_len)}
+
+
+def run_one(row: str, seed: int, max_time: str | None) -> dict[str, Any]:
+    name = "signed_" + run_file(row, seed).stem
+    args = ["--seed_everything", str(seed), "--data.split", "ratio", "--data.metric_families",
+            json.dumps(FAMILIES), "--trainer.logger.init_args.name", name]
+    if max_time:
+        args += ["--trainer.max_time", max_time]
+    resume = max((RUN_LOGS / name).glob("version_*/checkpoints/last.ckpt"), default=None,
+                 key=lambda p: p.stat().st_mtime)
+    return fit_and_test(CONFIGS / ROWS[row], args, ckpt_path=resume, after_test=probe_hook)
+
+
+def run_all(rows: list[str], seeds: list[int], max_time: str | None) -> None:
+    RUNS.mkdir(parents=True, exist_ok=True)
+    for row in rows:
+        for seed in seeds if row != "Popularity" else [0]:  # Popularity has nothing random
+            path = run_file(row, seed)
+            if path.exists():
+                continue
+            with claim(RUN_LOGS / f"signed_{path.stem}.claim") as mine:
+                if not mine or path.exists():
+                    continue
+                print(f"[run] {row} seed {seed}", flush=True)
+                result = {"row": row, "seed": seed, **run_one(row, seed, max_time)}
+                text = json.dumps(result, indent=2, default=str).encode()
+                atomic_write(path, lambda fh, t=text: fh.write(t))
+                print(f"[done] {row} seed {seed}: ndcg@10 {result['test']['ndcg@10']:.4f} signed_ndcg@10 "
+                      f"{result['test']['signed_ndcg@10']:.4f}", flush=True)
+
+
+def load_runs(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
+    """Every stored run, grouped by row (in :data:`ROWS` order), sorted by seed."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.json")):
+        run = json.loads(path.read_text())
+        grouped.setdefault(run["row"], []).append(run)
+    return {row: sorted(grouped[row], key=lambda r: r["seed"]) for row in ROWS if row in grouped}
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per row: seeds, and ``(mean, std)`` over seeds of every metric column, probe AUROCs and train time."""
+    summary: dict[str, dict[str, Any]] = {}
+    for row, group in runs.items():
+        entry: dict[str, Any] = {"seeds": [r["seed"] for r in group]}
+        for metric in METRICS:
+            values = [r["test"][metric] for r in group if metric in r["test"]]
+            if values:
+                entry[metric] = _mean_std(values)
+        for key in ("probe_auroc", "score_auroc"):
+            values = [r["probe"][key] for r in group if r.get("probe")]
+            if values:
+                entry[key] = _mean_std(values)
+        entry["train_seconds"] = _mean_std([float(r["train_seconds"]) for r in group])
+        entry["epochs"] = _mean_std([float(r["epochs"]) for r in group])
+        summary[row] = entry
+    return summary
+
+
+def kendall_taus(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Kendall's tau (and its p-value) between the rows' rankings under each pair of :data:`TAU_PAIRS`."""
+    from scipy.stats import kendalltau
+
+    out = {}
+    for conventional, signed in TAU_PAIRS:
+        rows = [r for r, e in summary.items() if conventional in e and signed in e]
+        if len(rows) < 2:
+            continue
+        first, second = [summary[r][conventional][0] for r in rows], [summary[r][signed][0] for r in rows]
+        result = kendalltau(first, second)
+        out[f"{conventional} vs {signed}"] = {"tau": float(result.statistic), "p_value": float(result.pvalue),
+                                              "n_rows": len(rows)}
+    return out
+
+
+def _cell(entry: dict[str, Any], key: str, fmt: str = ".4f") -> str:
+    if key not in entry:
+        return "-"
+    mean, std = entry[key]
+    return format(mean, fmt) + (f" ± {format(std, fmt)}" if len(entry["seeds"]) > 1 else "")
+
+
+def markdown(summary: dict[str, dict[str, Any]], taus: dict[str, dict[str, float]]) -> str:
+    floor = summary.get("Popularity", {}).get("ndcg@10", (None,))[0]
+    lines = ["## ML-100K, signed protocol: valence-aware recommendation (seed ¶4)", "",
+             "Command: `python -m benchmarks.ml100k_signed` (per-user chronological 80/10/10, all later "
+             "interactions held out, test split; mean ± std over seeds where there are several).", "",
+             "| model | seeds | recall@10 | ndcg@10 | signed_recall@10 | signed_hr@10 | signed_ndcg@10 | "
+             "disliked/top-10 | probe AUROC | score AUROC | ndcg@10 / Pop | train s | epochs |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row, e in summary.items():
+        ratio = "-"
+        if floor and "ndcg@10" in e:
+            value = e["ndcg@10"][0] / floor
+            ratio = f"{value:.2f}" + (" (below Popularity)" if value < 1 else "")
+        cells = [str(len(e["seeds"])), *(_cell(e, m) for m in METRICS[:5]), _cell(e, METRICS[5], ".3f"),
+                 _cell(e, "probe_auroc", ".3f"), _cell(e, "score_auroc", ".3f"), ratio,
+                 f"{e['train_seconds'][0]:.0f}", f"{e['epochs'][0]:.0f}"]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    if taus:
+        lines += ["", "Kendall's tau between the model rankings under a conventional metric and its signed "
+                  "counterpart (1: the same order; lower: the signed metric reorders the table):", "",
+                  "| metrics | tau | p-value | rows |", "|---|---:|---:|---:|"]
+        for name, t in taus.items():
+            lines.append(f"| {name} | {t['tau']:.3f} | {t['p_value']:.3f} | {t['n_rows']} |")
+    return "\n".join(lines) + "\n"
+
+
+def render(folder: Path = RUNS, write: bool = True) -> str:
+    summary = summarise(load_runs(folder))
+    taus = kendall_taus(summary)
+    md = markdown(summary, taus)
+    if write:
+        write_results("ml100k_signed", {"split": "ratio", "rows": summary, "kendall_tau": taus}, md)
+    return md
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (1 on a shared machine)")
+    parser.add_argument("--max-time", metavar="DD:HH:MM:SS",
+                        help="override the configs' trainer.max_time (10 minutes), recorded with each run; "
+                             "on a loaded machine it lets early stopping end a run as it would when idle")
+    parser.add_argument("--render-only", action="store_true")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if not args.render_only:
+        run_all(args.rows, args.seeds, args.max_time)
+    print(render())
+
+
+if __name__ == "__main__":
+    main()

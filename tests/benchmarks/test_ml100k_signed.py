@@ -1,0 +1,41 @@
+"""The signed benchmark's aggregation: seed means, the Popularity floor flag and Kendall's tau."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.ml100k_signed import kendall_taus, load_runs, markdown, summarise
+
+
+def _run(row: str, seed: int, ndcg: float, signed: float, probe: bool = True) -> dict:
+    test = {"recall@10": ndcg * 2, "ndcg@10": ndcg, "signed_recall@10": signed * 2, "signed_hr@10": 0.3,
+            "signed_ndcg@10": signed, "disliked_hits@10": 0.4}
+    return {"row": row, "seed": seed, "test": test, "train_seconds": 10.0, "epochs": 5,
+            "probe": {"probe_auroc": 0.8, "score_auroc": 0.6} if probe else None}
+
+
+def _write(folder: Path, runs: list[dict]) -> None:
+    folder.mkdir()
+    for r in runs:
+        (folder / f"{r['row'].replace(' ', '_')}__seed{r['seed']}.json").write_text(json.dumps(r))
+
+
+def test_summary_table_and_taus(tmp_path: Path) -> None:
+    folder = tmp_path / "runs"
+    _write(folder, [_run("Popularity", 0, 0.08, 0.066, probe=False), _run("BPR-MF", 0, 0.11, 0.09),
+                    _run("BPR-MF", 1, 0.13, 0.11), _run("SASRec", 0, 0.13, 0.06),
+                    _run("SiReN", 0, 0.05, 0.05)])
+    summary = summarise(load_runs(folder))
+    assert list(summary) == ["Popularity", "BPR-MF", "SASRec", "SiReN"]  # the benchmark's row order
+    assert summary["BPR-MF"]["ndcg@10"][0] == pytest.approx(0.12)
+    assert summary["BPR-MF"]["seeds"] == [0, 1]
+    assert "probe_auroc" not in summary["Popularity"]
+    taus = kendall_taus(summary)
+    # conventional order SASRec > BPR-MF > Pop > SiReN; signed order BPR-MF > Pop > SASRec > SiReN
+    assert taus["ndcg@10 vs signed_ndcg@10"]["tau"] == pytest.approx(1 / 3)
+    md = markdown(summary, taus)
+    assert "| SiReN | 1 |" in md and "0.62 (below Popularity)" in md
+    assert "0.1200 ± 0.0141" in md  # mean ± std over two seeds
