@@ -278,3 +278,24 @@ class EmbeddingModel(RecModel):
 def _batch_size(batch: dict[str, Tensor]) -> int:
     first = next(iter(batch.values()))
     return int(first.shape[0])
+
+
+class PropagatedEmbeddingModel(EmbeddingModel):
+    """An embedding model whose user and item tables come from one graph propagation (LightGCN and the signed
+    graph models): subclasses implement :meth:`propagate`; the query and item embeddings read it, and
+    :meth:`query_and_item_embeddings` propagates once for both."""
+
+    @abstractmethod
+    def propagate(self) -> tuple[Tensor, Tensor]:
+        """Final user ``[n_users + 1, d]`` and item ``[n_items + 1, d]`` embeddings."""
+
+    def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
+        return self.propagate()[0][batch["users"]]
+
+    def item_embeddings(self) -> Tensor:
+        return self.propagate()[1]
+
+    def query_and_item_embeddings(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        users, items = self.propagate()  # one propagation for both
+        return users[batch["users"]], items
+

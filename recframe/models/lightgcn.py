@@ -20,11 +20,11 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from recframe.data.interactions import Interactions
 from recframe.models.addons import EmbeddingAddon
-from recframe.models.base import EmbeddingModel
+from recframe.models.base import PropagatedEmbeddingModel
 from recframe.models.losses import bpr_loss, embedding_l2
 
 
-class LightGCN(EmbeddingModel):
+class LightGCN(PropagatedEmbeddingModel):
     """Light graph convolution recommender.
 
     Args:
@@ -95,15 +95,6 @@ class LightGCN(EmbeddingModel):
         reg = embedding_l2(self.emb(uid), self.emb(pid + off), self.emb(nid + off))
         return bpr_loss((u * p).sum(-1), (u * n).sum(-1)) + self.reg_weight * reg
 
-    def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
-        return self.propagate()[0][batch["users"]]
-
-    def item_embeddings(self) -> Tensor:
-        return self.propagate()[1]
-
-    def query_and_item_embeddings(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
-        users, items = self.propagate()  # one propagation for both
-        return users[batch["users"]], items
 
 
 def bipartite_graph(users: Any, items: Any, n_users: int, n_nodes: int) -> tuple[Tensor, Tensor]:

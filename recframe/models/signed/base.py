@@ -25,19 +25,18 @@ A subclass implements :meth:`SignedGraphModel.propagate` (final user and item ta
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor, nn
 
 from recframe.data.interactions import DataError
-from recframe.models.base import EmbeddingModel
+from recframe.models.base import PropagatedEmbeddingModel
 from recframe.models.lightgcn import bipartite_graph, csr_adjacency
 from recframe.models.signed.pairs import lookup, pair_keys, signed_pairs
 
 
-class SignedGraphModel(EmbeddingModel):
+class SignedGraphModel(PropagatedEmbeddingModel):
     """Base of the graph-based sign-aware models (module docstring).
 
     Args:
@@ -113,20 +112,8 @@ class SignedGraphModel(EmbeddingModel):
             out = out + x
         return out / (len(convs) + 1)
 
-    @abstractmethod
-    def propagate(self) -> tuple[Tensor, Tensor]:
-        """Final user ``[n_users + 1, d]`` and item ``[n_items + 1, d]`` embeddings."""
 
     # ------------------------------------------------------------ embeddings
-    def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
-        return self.propagate()[0][batch["users"]]
-
-    def item_embeddings(self) -> Tensor:
-        return self.propagate()[1]
-
-    def query_and_item_embeddings(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
-        users, items = self.propagate()  # one propagation for both
-        return users[batch["users"]], items
 
 
 __all__ = ["SignedGraphModel"]
