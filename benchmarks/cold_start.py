@@ -54,7 +54,8 @@ ROWS: dict[str, str | None] = {
 }
 EXTRA: dict[str, list[str]] = {"FLASH (no alignment)": ["--model.init_args.align_weight", "0.0"]}
 #: (baseline, alternative) pairs with a paired interval
-PAIRS = [("TIGER (text IDs)", "FLASH"), ("FLASH (no alignment)", "FLASH"), ("Content kNN", "FLASH")]
+PAIRS = [("TIGER (text IDs)", "FLASH"), ("FLASH (no alignment)", "FLASH"), ("Content kNN", "FLASH"),
+         ("Content kNN", "TIGER (text IDs)"), ("SASRec", "FLASH")]
 
 
 class ContentKNN(nn.Module):

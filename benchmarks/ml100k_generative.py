@@ -247,6 +247,66 @@ def validation_curve(name: str) -> list[dict[str, float]]:
     return [{"epoch": e, "val_ndcg": v} for e, v in sorted(by_epoch.items())]
 
 
+def training_finished(row: str, seed: int) -> bool:
+    """Whether the run's training ended: a stored result, or a ``last.ckpt`` whose early stopping fired or
+    whose epoch is the last one (a run cut by a kill has neither)."""
+    if run_file(row, seed).exists():
+        return True
+    last = interrupted_checkpoint(log_name(row, seed))
+    if last is None:
+        return False
+    state = load_checkpoint(last)
+    stopped = any(v.get("stopped_epoch", 0) > 0 for k, v in state.get("callbacks", {}).items()
+                  if "EarlyStopping" in k)
+    max_epochs = config_value(CONFIGS / ROWS[row].config, "--trainer.max_epochs")
+    return stopped or state["epoch"] >= max_epochs - 1
+
+
+def rgrec_weight_choice(seeds: Sequence[int] = (0, 1, 2)) -> tuple[dict[str, Any], str]:
+    """R-GRec's objective weight chosen on validation alone, from the runs' validation curves under ``runs/``.
+
+    Every run of :data:`RGREC_WEIGHT_ROWS` is compared up to the same horizon, the last validated epoch
+    that every unfinished run reached (some runs were cut before their early stop when device time ran out;
+    a run that stopped early is complete at any horizon): per weight, the mean over seeds of the best
+    validation NDCG@10 at or before that epoch. The weight with the
+    highest mean is chosen; no test number is read. Returns the JSON payload and its markdown table.
+    """
+    curves = {row: {seed: validation_curve(log_name(row, seed)) for seed in seeds}
+              for row in RGREC_WEIGHT_ROWS}
+    missing = [f"{row} seed {seed}" for row, by_seed in curves.items()
+               for seed, c in by_seed.items() if not c]
+    if missing:
+        raise SystemExit("no validation curve under runs/ for " + ", ".join(missing)
+                         + "; train them first (--rows ROW --seeds S)")
+    cut = [c[-1]["epoch"] for row, by_seed in curves.items() for seed, c in by_seed.items()
+           if not training_finished(row, seed)]
+    horizon = min(cut, default=max(c[-1]["epoch"] for by_seed in curves.values() for c in by_seed.values()))
+    table = {}
+    for row, by_seed in curves.items():
+        capped = [max(p["val_ndcg"] for p in c if p["epoch"] <= horizon) for c in by_seed.values()]
+        table[row] = {"weight": 0.1 if row == RGREC_WEIGHT_ROWS[0] else float(row.split()[-1].rstrip(")")),
+                      "best_to_horizon": capped, "mean_to_horizon": statistics.fmean(capped),
+                      "best_whole_run": [max(p["val_ndcg"] for p in c) for c in by_seed.values()],
+                      "last_epoch": [c[-1]["epoch"] for c in by_seed.values()]}
+    chosen = max(table, key=lambda row: table[row]["mean_to_horizon"])
+    lines = ["## R-GRec objective weight, chosen on validation (TIGER text IDs, all three objectives)\n",
+             f"Command: `python -m benchmarks.ml100k_generative --rgrec-weight-choice`. One weight for the "
+             f"three objectives; per seed, the best validation NDCG@10 (beam search, 943 users) at or before "
+             f"epoch {horizon}, the last validated epoch that every unfinished run reached ({len(cut)} runs "
+             "were cut before their early stop when the lent GPU's time ran out; a run that stopped early is "
+             "complete); the weight with the highest mean is chosen. No test number is read.\n",
+             "| weight | best validation NDCG@10 to the horizon (seeds 0, 1, 2) | mean | whole-run best | "
+             "last epoch |", "|---:|---|---:|---|---|"]
+    for row, entry in sorted(table.items(), key=lambda kv: kv[1]["weight"]):
+        mark = " **(chosen)**" if row == chosen else ""
+        lines.append(f"| {entry['weight']}{mark} | " + ", ".join(f"{v:.4f}" for v in entry["best_to_horizon"])
+                     + f" | {entry['mean_to_horizon']:.4f} | "
+                     + ", ".join(f"{v:.4f}" for v in entry["best_whole_run"]) + " | "
+                     + ", ".join(map(str, entry["last_epoch"])) + " |")
+    payload = {"horizon_epoch": horizon, "chosen": chosen, "weights": table}
+    return payload, "\n".join(lines) + "\n"
+
+
 def run_all(rows: Sequence[str], seeds: Sequence[int], extra: Sequence[str] = (),
             folder: Path | None = None) -> None:
     """Train and test every (row, seed) without a stored result, storing each as it finishes."""
@@ -318,6 +378,7 @@ def summarise(runs: Mapping[str, list[dict[str, Any]]], split: str = "test") -> 
         entry["selected_epochs"] = [r["best_checkpoint_epoch"] for r in group]
         entry["epochs"] = [r["epochs"] for r in group]
         entry["selected_last"] = sum(bool(r.get("selected_last")) for r in group)
+        entry["gpu"] = any("GPU" in str(r.get("machine", "")) for r in group)
         out[row] = entry
     return out
 
@@ -356,14 +417,15 @@ def render(summary: Mapping[str, Mapping[str, Any]], comparisons: Mapping[str, A
         cells = [cell(entry["valid_ndcg@10"], n)] + [cell(entry[m], n) for m in METRICS]
         epochs = ", ".join(f"{s} ({e})" for s, e in zip(entry["selected_epochs"], entry["epochs"]))
         lines.append(f"| {row} | {len(entry['seeds'])} | " + " | ".join(cells)
-                     + f" | {entry['train_seconds'][0]:.0f} | {epochs} |")
+                     + f" | {entry['train_seconds'][0]:.0f}{' †' if entry.get('gpu') else ''} | {epochs} |")
     text = ("## ML-100K, semantic-ID generative models, leave-one-out, full ranking (seen items masked), "
             "test split\n\n"
             f"Command: `{command}`. Mean ± sample std over seeds (network, tokenizer and collaborative-table "
             "seed); a single seed shows its value. Validation is the beam-search validation the runs were "
             "selected by (all 943 users). Each run trains at 1 thread (two runs shared the 2 cores, with "
             "other work beside, so *train s* is indicative) and is tested at its best-validation epoch; an "
-            "epoch is 0-based.\n\n"
+            "epoch is 0-based. † trained on a lent H200 GPU, 15-18 runs side by side at 1 CPU thread each "
+            "(the run's file names the machine): its *train s* is not comparable with the CPU rows'.\n\n"
             + "\n".join(lines) + "\n")
     if comparisons:
         text += "\nPaired per-user differences of test NDCG@10 (each user averaged over seeds first):\n\n"
@@ -452,6 +514,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run these search points (seed 0) for --rows and print the validation table")
     parser.add_argument("--promote", nargs="*", choices=list(ROWS), default=None,
                         help="make each row's selected search point its seed 0 (its config must hold it)")
+    parser.add_argument("--rgrec-weight-choice", action="store_true",
+                        help="choose R-GRec's objective weight from the weight rows' validation curves")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads for this shell (with two shells on two cores, give each 1)")
     ns = parser.parse_args(argv)
@@ -465,6 +529,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if ns.search is not None:
         print(search(ns.rows, ns.search))
+        return 0
+    if ns.rgrec_weight_choice:
+        payload, md = rgrec_weight_choice()
+        write_results("ml100k_generative_rgrec_weight", payload, md)
+        print(md)
         return 0
     if not ns.render_only:
         run_all(ns.rows, ns.seeds)
