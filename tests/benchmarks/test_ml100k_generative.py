@@ -140,3 +140,44 @@ def test_plot_writes_a_png_with_both_panels(tmp_path) -> None:
     comparisons = {"TIGER (text IDs) vs SASRec": {"mean": -0.02, "ci95": [-0.04, 0.01], "significant": False}}
     path = plot(runs, comparisons, {"Popularity": 0.0432}, tmp_path / "fig.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5_000
+
+
+def test_rgrec_weight_choice_compares_cut_runs_at_a_common_horizon(tmp_path, monkeypatch) -> None:
+    """A run cut by a kill is compared up to the last epoch every cut run reached; a finished (early-stopped)
+    run is complete; the chosen weight is the highest mean and the weight override reaches the add-on."""
+    import json
+
+    import torch
+
+    import benchmarks.ml100k_generative as bench
+
+    monkeypatch.setattr(bench, "RUN_LOGS", tmp_path / "runs")
+    monkeypatch.setattr(bench, "RUNS", tmp_path / "table")
+    # per row: (validation curve as {epoch: ndcg}, finished?) for seeds 0 and 1
+    curves = {bench.RGREC_WEIGHT_ROWS[0]: ({1: 0.10, 3: 0.11, 5: 0.20}, True),  # improves after the horizon
+              bench.RGREC_WEIGHT_ROWS[1]: ({1: 0.12, 3: 0.13}, True),  # stopped early at 3
+              bench.RGREC_WEIGHT_ROWS[2]: ({1: 0.05, 3: 0.09}, False)}  # cut at 3: sets the horizon
+    for row, (curve, finished) in curves.items():
+        for seed in (0, 1):
+            folder = tmp_path / "runs" / bench.log_name(row, seed) / "version_0"
+            (folder / "checkpoints").mkdir(parents=True)
+            (folder / "metrics.csv").write_text(
+                "epoch,step,val_ndcg\n" + "".join(f"{e},{e},{v}\n" for e, v in curve.items()))
+            stop = {"stopped_epoch": max(curve) if finished else 0}
+            torch.save({"epoch": max(curve), "callbacks": {"EarlyStopping{'monitor': 'val_ndcg'}": stop}},
+                       folder / "checkpoints" / "last.ckpt")
+    row = bench.RGREC_WEIGHT_ROWS[3]  # finished: a stored result
+    bench.RUNS.mkdir(parents=True)
+    for seed in (0, 1):
+        bench.run_file(row, seed).write_text(json.dumps({"seed": seed}))
+        folder = tmp_path / "runs" / bench.log_name(row, seed) / "version_0"
+        folder.mkdir(parents=True)
+        (folder / "metrics.csv").write_text("epoch,step,val_ndcg\n1,1,0.01\n7,7,0.02\n")
+    payload, md = bench.rgrec_weight_choice(seeds=(0, 1))
+    assert payload["horizon_epoch"] == 3
+    assert payload["weights"][bench.RGREC_WEIGHT_ROWS[0]]["mean_to_horizon"] == 0.11
+    assert payload["weights"][bench.RGREC_WEIGHT_ROWS[0]]["best_whole_run"] == [0.20, 0.20]
+    assert payload["chosen"] == bench.RGREC_WEIGHT_ROWS[1] and "**(chosen)**" in md
+    weight = float(bench.RGREC_WEIGHT_ROWS[1].split()[-1].rstrip(")"))
+    addon = json.loads(bench.ROWS[bench.RGREC_WEIGHT_ROWS[1]].extra[1])[0]["init_args"]
+    assert addon == {f"{name}_weight": weight for name in ("neighbor", "contrast", "link")}
