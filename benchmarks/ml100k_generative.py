@@ -537,7 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not ns.render_only:
         run_all(ns.rows, ns.seeds)
-    runs = load_runs()
+    # the weight rows only choose R-GRec's weight (--rgrec-weight-choice): not table rows
+    runs = {row: group for row, group in load_runs().items() if row not in RGREC_WEIGHT_ROWS[1:]}
     if not runs:
         print(f"no finished runs under {RUNS}; run without --render-only first")
         return 1
