@@ -63,6 +63,8 @@ ROWS: dict[str, str] = {
 FAMILIES = [{"class_path": "recframe.metrics.DislikedHitsFamily"}]
 #: the table's metric columns (test split), in order
 METRICS = ("recall@10", "ndcg@10", "signed_recall@10", "signed_hr@10", "signed_ndcg@10", "disliked_hits@10")
+#: metrics compared per user between a model with and without ValenceMargin (paired bootstrap)
+PAIRED_METRICS = ("recall@10", "ndcg@10", "signed_ndcg@10", "disliked_hits@10")
 #: (conventional, signed) metric pairs whose model rankings Kendall's tau compares
 TAU_PAIRS = (("ndcg@10", "signed_ndcg@10"), ("recall@10", "signed_recall@10"))
 
@@ -75,13 +77,58 @@ def run_file(row: str, seed: int) -> Path:
     return RUNS / f"{slug(row)}__seed{seed}.json"
 
 
+def per_user_values(model: Any, dm: Any) -> dict[str, dict[str, float]]:
+    """Each test user's value of every :data:`PAIRED_METRICS` entry, keyed by raw user id (users outside a
+    metric's average left out), from the model's own evaluator (:meth:`FullRankingEvaluator.per_user`): the
+    terms whose mean the table reports, for paired per-user comparisons."""
+    users = dm.split.train.user_ids
+    out: dict[str, dict[str, float]] = {metric: {} for metric in PAIRED_METRICS}
+    with torch.no_grad():
+        for batch in dm.test_dataloader():
+            values = model.evaluator.per_user(model.eval_scores(batch, "test"), batch["targets"],
+                                              batch["labels"], batch["seen"])
+            raw = [str(users[u]) for u in batch["users"].tolist()]
+            for metric in PAIRED_METRICS:
+                value, mask = values[metric]
+                out[metric].update((user, round(float(v), 6))
+                                   for user, v, m in zip(raw, value.tolist(), mask.tolist()) if m)
+    return out
+
+
 def probe_hook(model: Any, dm: Any) -> dict[str, Any]:
-    """``after_test``: the valence probe of the tested model (``None`` for a model without embeddings)."""
+    """``after_test``: each test user's metric values, and the valence probe of the tested model (``None``
+    for a model without embeddings)."""
+    per_user = per_user_values(model, dm)
     if not callable(getattr(model, "item_embeddings", None)):
-        return {"probe": None}
+        return {"probe": None, "per_user": per_user}
     from recframe.models.signed import valence_probe
 
-    return {"probe": valence_probe(model, dm.split, max_len=dm.max_len)}
+    return {"probe": valence_probe(model, dm.split, max_len=dm.max_len), "per_user": per_user}
+
+
+def paired_addon_gains(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per model with and without ValenceMargin (both rows with per-user values): for each of
+    :data:`PAIRED_METRICS`, the mean per-user difference (with − without; each user's value averaged over
+    the row's seeds first, users present in both) with a 95 % paired bootstrap interval."""
+    import numpy as np
+
+    from benchmarks.per_user import bootstrap_difference
+
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in runs:
+        with_addon = f"{row} + ValenceMargin"
+        both = [runs[r] for r in (row, with_addon) if r in runs]
+        if len(both) < 2 or not all(run.get("per_user") for group in both for run in group):
+            continue
+        out[with_addon] = {}
+        for metric in PAIRED_METRICS:
+            means = [{user: statistics.fmean(run["per_user"][metric][user] for run in group)
+                      for user in set.intersection(*(set(run["per_user"][metric]) for run in group))}
+                     for group in both]
+            users = sorted(set(means[0]) & set(means[1]))
+            diff = np.array([means[1][u] - means[0][u] for u in users])
+            out[with_addon][metric] = bootstrap_difference(diff)
+    return out
 
 
 def run_one(row: str, seed: int, max_time: str | None) -> dict[str, Any]:
@@ -194,12 +241,33 @@ def markdown(summary: dict[str, dict[str, Any]], taus: dict[str, dict[str, float
     return "\n".join(lines) + "\n"
 
 
+def paired_markdown(gains: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The ValenceMargin gains table ("no significant difference" where the interval covers 0)."""
+    if not gains:
+        return ""
+    lines = ["", "ValenceMargin's effect per model, paired per test user (with − without; each user's value "
+             "averaged over the seeds first; 95 % bootstrap interval):", "",
+             "| model | " + " | ".join(PAIRED_METRICS) + " |", "|---|" + "---|" * len(PAIRED_METRICS)]
+    for row, metrics in gains.items():
+        cells = []
+        for metric in PAIRED_METRICS:
+            d = metrics[metric]
+            low, high = d["ci95"]
+            cells.append(f"{d['mean']:+.4f} [{low:+.4f}, {high:+.4f}]"
+                         + ("" if d["significant"] else " (no significant difference)"))
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render(folder: Path = RUNS, write: bool = True) -> str:
-    summary = summarise(load_runs(folder))
+    runs = load_runs(folder)
+    summary = summarise(runs)
     taus = kendall_taus(summary)
-    md = markdown(summary, taus)
+    gains = paired_addon_gains(runs)
+    md = markdown(summary, taus) + paired_markdown(gains)
     if write:
-        write_results("ml100k_signed", {"split": "ratio", "rows": summary, "kendall_tau": taus}, md)
+        write_results("ml100k_signed", {"split": "ratio", "rows": summary, "kendall_tau": taus,
+                                        "valence_margin_paired": gains}, md)
     return md
 
 

@@ -189,6 +189,46 @@ class FullRankingEvaluator:
         if scores.device != self.device:
             self._state = {key: value.to(scores.device) for key, value in self._state.items()}
             self._device = scores.device
+        chunk = self._chunk(scores, targets, labels, seen, model_name)
+        for family in self.families:
+            family.update_state(chunk, self._state)
+
+    @torch.no_grad()
+    def per_user(
+        self,
+        scores: Tensor,
+        targets: Tensor,
+        labels: Tensor,
+        seen: Tensor | None = None,
+        model_name: str = "model",
+    ) -> dict[str, tuple[Tensor, Tensor]]:
+        """Each user's value of every per-user metric for one chunk, without touching the running state.
+
+        Returns ``{"{name}@{K}": (float64 [B], bool [B])}`` (``"{name}"`` for a family with ``per_k`` False):
+        the value and whether the user counts in that metric's average, exactly the terms whose masked mean
+        :meth:`compute` reports, so a paired per-user comparison (e.g. a bootstrap over users) uses the same
+        definitions as the table. Corpus-level families (those overriding ``update_state``, e.g. item
+        coverage) have no per-user value and are left out. Inputs as in :meth:`update`.
+        """
+        scores, targets, labels, seen = self._check_inputs(scores, targets, labels, seen)
+        chunk = self._chunk(scores, targets, labels, seen, model_name)
+        out: dict[str, tuple[Tensor, Tensor]] = {}
+        for family in self.families:
+            if type(family).update_state is not MetricFamily.update_state:
+                continue
+            values, masks = family.values(chunk), family.user_mask(chunk)
+            for name in family.names:
+                per_user = values[name].to(torch.float64)
+                if per_user.dim() == 1:
+                    out[name] = (per_user, masks[name])
+                    continue
+                for j, k in enumerate(self.ks):
+                    out[f"{name}@{k}"] = (per_user[:, j], masks[name])
+        return out
+
+    def _chunk(self, scores: Tensor, targets: Tensor, labels: Tensor, seen: Tensor | None,
+               model_name: str) -> EvalChunk:
+        """The families' :class:`EvalChunk`: ranks under each declared tie rule, deduplicated targets."""
         rank_tables = {
             rule: target_ranks(scores, targets, labels, seen, model_name=model_name, disliked_ties=rule)[0]
             for rule in self._rank_rules
@@ -196,9 +236,7 @@ class FullRankingEvaluator:
         if not rank_tables:  # the rank pass runs the finite check; without it, run it here
             check_finite_scores(scores, model_name)
         valid, _ = dedup_targets(targets)
-        chunk = EvalChunk(scores, targets, labels, seen, valid, self.ks, self.n_items, rank_tables)
-        for family in self.families:
-            family.update_state(chunk, self._state)
+        return EvalChunk(scores, targets, labels, seen, valid, self.ks, self.n_items, rank_tables)
 
     def _check_inputs(
         self, scores: Tensor, targets: Tensor, labels: Tensor, seen: Tensor | None

@@ -39,3 +39,26 @@ def test_summary_table_and_taus(tmp_path: Path) -> None:
     md = markdown(summary, taus)
     assert "| SiReN | 1 |" in md and "0.62 (below Popularity)" in md
     assert "0.1200 ± 0.0141" in md  # mean ± std over two seeds
+
+
+def test_valence_margin_gain_is_paired_per_user_over_seeds() -> None:
+    """Each user's value is averaged over a row's seeds, then differenced on the users both rows share; a
+    constant per-user shift is significant, a zero one is "no significant difference"."""
+    from benchmarks.ml100k_signed import PAIRED_METRICS, paired_addon_gains, paired_markdown
+
+    def run(row: str, seed: int, shift: float) -> dict:
+        values = {m: {str(u): u / 100 + shift for u in range(1, 41)} for m in PAIRED_METRICS}
+        values["disliked_hits@10"] = {str(u): 0.5 for u in range(1, 41)}  # equal: no difference
+        return {**_run(row, seed, 0.1, 0.1), "per_user": values}
+
+    runs = {"BPR-MF": [run("BPR-MF", 0, 0.0), run("BPR-MF", 1, 0.2)],  # per-user seed mean: u/100 + 0.1
+            "BPR-MF + ValenceMargin": [run("BPR-MF + ValenceMargin", 0, 0.3)],
+            "SASRec": [run("SASRec", 0, 0.0)]}  # no add-on row: no pair
+    del runs["BPR-MF + ValenceMargin"][0]["per_user"]["ndcg@10"]["40"]  # a user missing on one side
+    gains = paired_addon_gains(runs)
+    assert list(gains) == ["BPR-MF + ValenceMargin"]
+    recall = gains["BPR-MF + ValenceMargin"]["recall@10"]
+    assert recall["mean"] == pytest.approx(0.2) and recall["significant"] and recall["users"] == 40
+    assert gains["BPR-MF + ValenceMargin"]["ndcg@10"]["users"] == 39
+    assert not gains["BPR-MF + ValenceMargin"]["disliked_hits@10"]["significant"]
+    assert "no significant difference" in paired_markdown(gains)

@@ -291,3 +291,22 @@ def test_cuda_matches_cpu():
     gpu.update(scores.cuda(), targets.cuda(), labels.cuda(), seen.cuda())
     assert gpu.device.type == "cuda"
     assert gpu.compute() == pytest.approx(cpu.compute(), abs=1e-12)
+
+
+def test_per_user_values_average_to_the_reported_metrics_and_leave_the_state_alone() -> None:
+    """``per_user``'s masked mean is ``compute()``'s value for every per-user metric (standard, signed and
+    disliked hits, ties included); corpus-level item coverage has no per-user value; the state stays."""
+    from recframe.metrics import DislikedHitsFamily
+
+    scores, targets, labels, seen = _random_data(n_users=40, ties=True, seed=3)
+    ev = FullRankingEvaluator(40, ks=[3, 10], signed=True, relevance="liked", families=[DislikedHitsFamily()])
+    expected = _run(ev, scores, targets, labels, seen, chunk=40)
+    per_user = ev.per_user(scores, targets, labels, seen)
+    assert ev.compute() == expected  # per_user added nothing to the running state
+    assert "item_coverage@10" in expected and "item_coverage@10" not in per_user
+    assert {"ndcg@10", "signed_ndcg@10", "disliked_hits@3"} <= set(per_user)
+    for name, (values, mask) in per_user.items():
+        assert values.shape == mask.shape == (40,)
+        mean = float(values[mask].mean()) if mask.any() else float("nan")
+        assert mean == pytest.approx(expected[name], nan_ok=True), name
+    assert per_user["disliked_hits@3"][0].max() >= 1  # the ties put some disliked items in the top 3
