@@ -47,6 +47,10 @@ from recframe.checkpoint_io import atomic_write
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 RUNS = RESULTS / "ml100k_signed"
 RUN_LOGS = Path("runs")
+MARGIN_SEARCH = RESULTS / "ml100k_signed_margin_search"
+#: the ValenceMargin weights --margin-search tries, and the share of Recall@10 the chosen one must keep
+MARGIN_WEIGHTS = (0.01, 0.03, 0.1, 0.3)
+RECALL_BUDGET = 0.95
 ROWS: dict[str, str] = {
     "Popularity": "popularity_ml100k.yaml",
     "BPR-MF": "bprmf_ml100k.yaml",
@@ -131,15 +135,68 @@ def paired_addon_gains(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[
     return out
 
 
-def run_one(row: str, seed: int, max_time: str | None) -> dict[str, Any]:
-    name = "signed_" + run_file(row, seed).stem
+def margin_override(weight: float) -> list[str]:
+    """CLI override replacing a ``+ ValenceMargin`` config's add-on by one of weight ``weight`` (margin 1.0,
+    every config's)."""
+    addon = [{"class_path": "recframe.models.signed.ValenceMargin",
+              "init_args": {"weight": weight, "margin": 1.0}}]
+    return ["--model.init_args.addons", json.dumps(addon)]
+
+
+def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | None) -> str:
+    """Choose ValenceMargin's weight per model on validation alone (seed 0) and return the table.
+
+    Each ``ROW + ValenceMargin`` trains at every weight in ``weights``; the chosen weight is the largest whose
+    validation Recall@10 stays within :data:`RECALL_BUDGET` of the model without the add-on (its seed-0 run in
+    the table, which must exist) while lowering validation disliked/top-10, the issue's criterion read on
+    validation. Runs are stored under ``ml100k_signed_margin_search/``; no test number is shown.
+    """
+    MARGIN_SEARCH.mkdir(parents=True, exist_ok=True)
+    lines = ["## ValenceMargin weight, chosen on validation (seed 0)", "",
+             f"Rule: the largest weight whose validation Recall@10 is at least {RECALL_BUDGET:.0%} of the "
+             "model without the add-on while its validation disliked/top-10 is lower. Validation only.", "",
+             "| model | weight | validation recall@10 | / without | validation disliked/top-10 | chosen |",
+             "|---|---:|---:|---:|---:|---|"]
+    for row in rows:
+        base_row = row.removesuffix(" + ValenceMargin")
+        if base_row == row or not run_file(base_row, 0).exists():
+            raise SystemExit(f"{row}: needs a '+ ValenceMargin' row whose base row has a seed-0 run "
+                             f"({run_file(base_row, 0).name}); run it first")
+        base = json.loads(run_file(base_row, 0).read_text())["valid"]
+        found = {}
+        for weight in weights:
+            path = MARGIN_SEARCH / f"{slug(row)}__w{weight:g}.json"
+            if not path.exists():
+                print(f"[run] {row} weight {weight:g}", flush=True)
+                result = {"row": row, "weight": weight, **run_one(row, 0, max_time, margin_override(weight),
+                                                                  f"signedsearch_{path.stem}", probe=False)}
+                text = json.dumps(result, indent=2, default=str).encode()
+                atomic_write(path, lambda fh, t=text: fh.write(t))
+            found[weight] = json.loads(path.read_text())["valid"]
+        ok = [w for w, v in found.items() if v["recall@10"] >= RECALL_BUDGET * base["recall@10"]
+              and v["disliked_hits@10"] < base["disliked_hits@10"]]
+        chosen = max(ok, default=None)
+        lines.append(f"| {base_row} | 0 | {base['recall@10']:.4f} | 1.00 | "
+                     f"{base['disliked_hits@10']:.3f} | |")
+        for weight, v in sorted(found.items()):
+            ratio = v["recall@10"] / base["recall@10"]
+            lines.append(f"| {row} | {weight:g} | {v['recall@10']:.4f} | {ratio:.2f} | "
+                         f"{v['disliked_hits@10']:.3f} | {'**chosen**' if weight == chosen else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_one(row: str, seed: int, max_time: str | None, extra: list[str] | None = None,
+            name: str | None = None, probe: bool = True) -> dict[str, Any]:
+    """Fit and test one row and seed (resuming its ``last.ckpt``); ``extra`` CLI overrides, ``name`` the log
+    name (default ``signed_ROW__seedS``), ``probe`` whether to run the after-test hook."""
+    name = name or "signed_" + run_file(row, seed).stem
     args = ["--seed_everything", str(seed), "--data.split", "ratio", "--data.metric_families",
-            json.dumps(FAMILIES), "--trainer.logger.init_args.name", name]
+            json.dumps(FAMILIES), "--trainer.logger.init_args.name", name, *(extra or [])]
     if max_time:
         args += ["--trainer.max_time", max_time]
     resume = max((RUN_LOGS / name).glob("version_*/checkpoints/last.ckpt"), default=None,
                  key=lambda p: p.stat().st_mtime)
-    return fit_and_test(CONFIGS / ROWS[row], args, ckpt_path=resume, after_test=probe_hook)
+    return fit_and_test(CONFIGS / ROWS[row], args, ckpt_path=resume, after_test=probe_hook if probe else None)
 
 
 def run_all(rows: list[str], seeds: list[int], max_time: str | None) -> None:
@@ -281,9 +338,16 @@ def main(argv: list[str] | None = None) -> None:
                         help="override the configs' trainer.max_time (10 minutes), recorded with each run; "
                              "on a loaded machine it lets early stopping end a run as it would when idle")
     parser.add_argument("--render-only", action="store_true")
+    parser.add_argument("--margin-search", action="store_true",
+                        help="choose ValenceMargin's weight on validation for the '+ ValenceMargin' rows")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.margin_search:
+        md = margin_search(args.rows, MARGIN_WEIGHTS, args.max_time)
+        atomic_write(RESULTS / "ml100k_signed_margin_search.md", lambda fh: fh.write(md.encode()))
+        print(md)
+        return
     if not args.render_only:
         run_all(args.rows, args.seeds, args.max_time)
     print(render())
