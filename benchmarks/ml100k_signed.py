@@ -143,6 +143,14 @@ def margin_override(weight: float) -> list[str]:
     return ["--model.init_args.addons", json.dumps(addon)]
 
 
+def choose_margin_weight(base: dict[str, float], found: dict[float, dict[str, float]]) -> float | None:
+    """The largest weight whose validation metrics ``found[weight]`` keep ``RECALL_BUDGET`` of ``base``'s
+    Recall@10 and have fewer disliked items per top 10 (``None`` when no weight does)."""
+    ok = [w for w, v in found.items() if v["recall@10"] >= RECALL_BUDGET * base["recall@10"]
+          and v["disliked_hits@10"] < base["disliked_hits@10"]]
+    return max(ok, default=None)
+
+
 def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | None) -> str:
     """Choose ValenceMargin's weight per model on validation alone (seed 0) and return the table.
 
@@ -173,9 +181,7 @@ def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | N
                 text = json.dumps(result, indent=2, default=str).encode()
                 atomic_write(path, lambda fh, t=text: fh.write(t))
             found[weight] = json.loads(path.read_text())["valid"]
-        ok = [w for w, v in found.items() if v["recall@10"] >= RECALL_BUDGET * base["recall@10"]
-              and v["disliked_hits@10"] < base["disliked_hits@10"]]
-        chosen = max(ok, default=None)
+        chosen = choose_margin_weight(base, found)
         lines.append(f"| {base_row} | 0 | {base['recall@10']:.4f} | 1.00 | "
                      f"{base['disliked_hits@10']:.3f} | |")
         for weight, v in sorted(found.items()):

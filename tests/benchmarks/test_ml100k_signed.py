@@ -62,3 +62,17 @@ def test_valence_margin_gain_is_paired_per_user_over_seeds() -> None:
     assert gains["BPR-MF + ValenceMargin"]["ndcg@10"]["users"] == 39
     assert not gains["BPR-MF + ValenceMargin"]["disliked_hits@10"]["significant"]
     assert "no significant difference" in paired_markdown(gains)
+
+
+def test_margin_weight_choice_keeps_recall_and_lowers_disliked_hits() -> None:
+    from benchmarks.ml100k_signed import choose_margin_weight, margin_override
+
+    base = {"recall@10": 0.10, "disliked_hits@10": 0.08}
+    found = {0.01: {"recall@10": 0.11, "disliked_hits@10": 0.09},  # more disliked hits: not eligible
+             0.03: {"recall@10": 0.096, "disliked_hits@10": 0.05},
+             0.1: {"recall@10": 0.095, "disliked_hits@10": 0.03},  # exactly 95 %: eligible, largest
+             0.3: {"recall@10": 0.094, "disliked_hits@10": 0.02}}  # below 95 %
+    assert choose_margin_weight(base, found) == 0.1
+    assert choose_margin_weight(base, {0.3: found[0.3]}) is None
+    addon = json.loads(margin_override(0.03)[1])[0]
+    assert addon["init_args"] == {"weight": 0.03, "margin": 1.0}
