@@ -334,6 +334,7 @@ USAGE = """usage: recframe {fit,validate,test,data,recommend} ...
                    [--format table|json|csv] [--decode exact|beam --beam 20]
   recframe continual --config FILE                        the staged continual-learning protocol
   recframe conversational evaluate --config FILE          the TRACE-style conversational benchmark
+  recframe unlearn --config FILE                          concept unlearning of a generative model
 
 `recframe fit --help` lists every key of the config schema; `--print_config` shows the resolved config.
 """
@@ -344,6 +345,7 @@ USAGE = """usage: recframe {fit,validate,test,data,recommend} ...
 EXTRA_COMMANDS: dict[str, str] = {
     "continual": "recframe.continual.cli:main",
     "conversational": "recframe.conversational.cli:main",
+    "unlearn": "recframe.unlearning.cli:main",
 }
 
 

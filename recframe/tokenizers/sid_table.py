@@ -171,6 +171,42 @@ class SIDTable:
             f"item features and tokenizer settings ({what}). Re-fit the tokenizer on these features "
             "(tokenizer.fit(features)) or load the SID table that was fitted on them.")
 
+    # ------------------------------------------------------------- derivation
+    @property
+    def version(self) -> int:
+        """How many times the table was derived by :meth:`reassigned` (0 = as the tokenizer fitted it)."""
+        return int(self.settings.get("version", 0))
+
+    def reassigned(self, items: Any, codes: Any, reason: str) -> "SIDTable":
+        """A new table in which the rows ``items`` get the code paths ``codes`` (e.g. concept unlearning).
+
+        Every other row is unchanged and the result is validated like any table, so two items can never
+        end on one path. The derived table records its lineage: ``settings["version"]`` is this table's
+        version + 1, ``settings["derived_from"]`` this table's fingerprint and ``settings["reassignment"]``
+        the ``reason``; its ``fingerprint`` is the sha256 of this fingerprint, the reason and the new code
+        matrix, so :meth:`check` against the original features fails (the codes are no longer the
+        tokenizer's output) and every consumer keyed by fingerprint sees a new table. ``stats`` are kept,
+        with ``stats["reassigned_items"]`` added.
+
+        Args:
+            items: dense item ids (``1..n_items``), distinct.
+            codes: ``[len(items), L]`` their new paths.
+            reason: a short description stored in the settings (e.g. the concept).
+        """
+        rows = np.asarray(items, dtype=np.int64).reshape(-1)
+        new = np.asarray(codes, dtype=np.int64).reshape(len(rows), self.depth)
+        if len(np.unique(rows)) != len(rows) or (len(rows) and (rows.min() < 1 or rows.max() > self.n_items)):
+            raise ValueError(f"reassigned: items must be distinct ids in 1..{self.n_items}.")
+        table = np.array(self.codes, copy=True)
+        table[rows] = new
+        digest = hashlib.sha256(f"{self.fingerprint}:{reason}:".encode())
+        digest.update(np.ascontiguousarray(table).tobytes())
+        settings = {**self.settings, "version": self.version + 1, "derived_from": self.fingerprint,
+                    "reassignment": str(reason)}
+        stats = {**self.stats, "reassigned_items": int(len(rows))}
+        return SIDTable(codes=table, codebook_sizes=self.codebook_sizes, fingerprint=digest.hexdigest(),
+                        settings=settings, stats=stats)
+
     # ----------------------------------------------------------- persistence
     def state_dict(self) -> dict[str, Any]:
         """Tensors, strings, numbers, lists and dicts only (safe for ``torch.load(weights_only=True)``)."""
