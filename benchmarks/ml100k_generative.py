@@ -290,11 +290,12 @@ def rgrec_weight_choice(seeds: Sequence[int] = (0, 1, 2)) -> tuple[dict[str, Any
                       "last_epoch": [c[-1]["epoch"] for c in by_seed.values()]}
     chosen = max(table, key=lambda row: table[row]["mean_to_horizon"])
     lines = ["## R-GRec objective weight, chosen on validation (TIGER text IDs, all three objectives)\n",
-             f"Command: `python -m benchmarks.ml100k_generative --rgrec-weight-choice`. One weight for the "
-             f"three objectives; per seed, the best validation NDCG@10 (beam search, 943 users) at or before "
-             f"epoch {horizon}, the last validated epoch that every unfinished run reached ({len(cut)} runs "
-             "were cut before their early stop when the lent GPU's time ran out; a run that stopped early is "
-             "complete); the weight with the highest mean is chosen. No test number is read.\n",
+             "Command: `python -m benchmarks.ml100k_generative --rgrec-weight-choice`. One weight for the "
+             "three objectives; per seed, the best validation NDCG@10 (beam search, 943 users) "
+             + (f"at or before epoch {horizon}, the last validated epoch that every unfinished run reached "
+                f"({len(cut)} runs are cut before their early stop; a run that stopped early is complete)"
+                if cut else "over the whole run (every run has finished)")
+             + "; the weight with the highest mean is chosen. No test number is read.\n",
              "| weight | best validation NDCG@10 to the horizon (seeds 0, 1, 2) | mean | whole-run best | "
              "last epoch |", "|---:|---|---:|---|---|"]
     for row, entry in sorted(table.items(), key=lambda kv: kv[1]["weight"]):
