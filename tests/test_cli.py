@@ -187,7 +187,9 @@ def test_resumed_fit_reports_the_training_time_of_every_process(in_tmp: Path) ->
 
 
 #: ML-100K configs of subcommands that are not `recframe fit` (each validated by its own loader below)
-OWN_LOADERS = {"continual_ml100k.yaml": "recframe.continual.cli"}
+OWN_LOADERS = {"continual_ml100k.yaml": "recframe.continual.cli",
+               "unlearn_ml100k_horror.yaml": "recframe.unlearning.cli",
+               "unlearn_ml100k_pre1970.yaml": "recframe.unlearning.cli"}
 
 
 @pytest.mark.parametrize("config", sorted(p.name for p in SMOKE.parent.glob("*_ml100k*.yaml")

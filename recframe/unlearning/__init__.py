@@ -50,6 +50,17 @@ from recframe.unlearning.pipeline import data_settings, load_generative, run_unl
 from recframe.unlearning.reassign import reassign_forget_items
 from recframe.unlearning.suppression import SuppressTokens, suppressed_prefixes, with_suppression
 
-__all__ = ["Concept", "ConceptError", "SuppressTokens", "UnlearningMetrics", "data_settings",
-           "evaluate_unlearning", "load_generative", "parse_concept", "reassign_forget_items", "run_unlearning",
-           "suppressed_prefixes", "with_suppression"]
+__all__ = [
+    "Concept",
+    "ConceptError",
+    "SuppressTokens",
+    "UnlearningMetrics",
+    "data_settings",
+    "evaluate_unlearning",
+    "load_generative",
+    "parse_concept",
+    "reassign_forget_items",
+    "run_unlearning",
+    "suppressed_prefixes",
+    "with_suppression",
+]

@@ -37,8 +37,15 @@ from recframe.data.interactions import DataError
 
 __all__ = ["TOP_KEYS", "load_config", "main"]
 
-TOP_KEYS = {"checkpoint": str, "concept": str, "data": dict, "methods": dict, "eval_batch_size": int,
-            "save_dir": str, "output": str}
+TOP_KEYS = {
+    "checkpoint": str,
+    "concept": str,
+    "data": dict,
+    "methods": dict,
+    "eval_batch_size": int,
+    "save_dir": str,
+    "output": str,
+}
 
 
 def _method_keys() -> dict[str, list[str]]:
@@ -48,11 +55,16 @@ def _method_keys() -> dict[str, list[str]]:
     from recframe.unlearning.tracer import TracerSettings
 
     loop = [f.name for f in dataclasses.fields(FinetuneSettings)]
-    return {"retrain": [f.name for f in dataclasses.fields(RetrainSettings)], "ga": loop,
-            "npo": [*loop, "beta"],
-            "suppression": ["threshold", *[p for p in inspect.signature(SuppressTokens).parameters
-                                           if p != "prefixes"]],
-            "tracer": [*loop, *(f.name for f in dataclasses.fields(TracerSettings))]}
+    return {
+        "retrain": [f.name for f in dataclasses.fields(RetrainSettings)],
+        "ga": loop,
+        "npo": [*loop, "beta"],
+        "suppression": [
+            "threshold",
+            *[p for p in inspect.signature(SuppressTokens).parameters if p != "prefixes"],
+        ],
+        "tracer": [*loop, *(f.name for f in dataclasses.fields(TracerSettings))],
+    }
 
 
 def load_config(source: str | Path | dict[str, Any]) -> dict[str, Any]:
@@ -64,8 +76,10 @@ def load_config(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     else:
         path = Path(source)
         if not path.is_file():
-            raise DataError(f"--config {path}: no such file; give an unlearning YAML config "
-                            "(e.g. configs/unlearn_ml100k_horror.yaml).")
+            raise DataError(
+                f"--config {path}: no such file; give an unlearning YAML config "
+                "(e.g. configs/unlearn_ml100k_horror.yaml)."
+            )
         raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict):
         raise DataError("the unlearning config must be a mapping with keys " + ", ".join(sorted(TOP_KEYS)))
@@ -76,8 +90,10 @@ def load_config(source: str | Path | dict[str, Any]) -> dict[str, Any]:
             raise DataError(f"{key}: expected {TOP_KEYS[key].__name__}, got {value!r}")
     for key in ("checkpoint", "concept"):
         if not raw.get(key):
-            raise DataError(f"{key}: missing; the config needs checkpoint (a trained generative model's "
-                            "checkpoint) and concept (e.g. genre == \"Horror\").")
+            raise DataError(
+                f"{key}: missing; the config needs checkpoint (a trained generative model's "
+                'checkpoint) and concept (e.g. genre == "Horror").'
+            )
     raw["concept"] = parse_concept(raw["concept"])
     methods = raw.get("methods") or {"suppression": {}, "tracer": {}}
     known = _method_keys()
@@ -112,8 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     if save_dir:
         Path(save_dir).mkdir(parents=True, exist_ok=True)
     stored = (ckpt.get("recframe") or {}).get("data_fingerprint")
-    report = run_unlearning(model, ckpt, data, cfg["concept"], cfg["methods"], save_dir=save_dir,
-                            eval_batch_size=int(cfg.get("eval_batch_size") or 256), expect_fingerprint=stored)
+    report = run_unlearning(
+        model,
+        ckpt,
+        data,
+        cfg["concept"],
+        cfg["methods"],
+        save_dir=save_dir,
+        eval_batch_size=int(cfg.get("eval_batch_size") or 256),
+        expect_fingerprint=stored,
+    )
     report["checkpoint"] = cfg["checkpoint"]
     report["data_fingerprint"] = stored
     print(f"\nConcept unlearning, {report['concept']!r} (test users; exact full ranking):\n")

@@ -49,8 +49,10 @@ FIELDS: dict[str, str] = {
     "year": "the release year (0 = unknown; any comparison on an unknown year is false, except !=)",
 }
 _OPS = ("==", "!=", "<=", ">=", "<", ">", "in")
-_TOKEN = re.compile(r"""\s*(?:(?P<str>"[^"]*"|'[^']*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<op>==|!=|<=|>=|<|>)"""
-                    r"""|(?P<punct>[()\[\],])|(?P<word>[A-Za-z_][A-Za-z0-9_]*))""")
+_TOKEN = re.compile(
+    r"""\s*(?:(?P<str>"[^"]*"|'[^']*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<op>==|!=|<=|>=|<|>)"""
+    r"""|(?P<punct>[()\[\],])|(?P<word>[A-Za-z_][A-Za-z0-9_]*))"""
+)
 
 
 class ConceptError(DataError):
@@ -84,8 +86,10 @@ class Concept:
             ConceptError: the features lack a field the concept reads (e.g. no years in this dataset).
         """
         if features is None:
-            raise ConceptError(f"concept {self.text!r}: the dataset has no item features (titles, genres, "
-                               "years); concepts need a dataset with item features.")
+            raise ConceptError(
+                f"concept {self.text!r}: the dataset has no item features (titles, genres, "
+                "years); concepts need a dataset with item features."
+            )
         n = features._length() if n_items is None else n_items + 1
         out = np.asarray(_evaluate(self.tree, features, n, self.text), dtype=bool).copy()
         out[0] = False
@@ -119,8 +123,10 @@ def parse_concept(text: str, where: str = "concept") -> Concept:
             fields and the fix) or an operator the field does not take.
     """
     if not isinstance(text, str) or not text.strip():
-        raise ConceptError(f"{where}: give a predicate over item features, e.g. genre == \"Horror\" or "
-                           f"year < 1970; got {text!r}.")
+        raise ConceptError(
+            f'{where}: give a predicate over item features, e.g. genre == "Horror" or '
+            f"year < 1970; got {text!r}."
+        )
     tokens = _tokenize(text, where)
     parser = _Parser(tokens, text, where)
     tree = parser.expr()
@@ -139,8 +145,10 @@ def _tokenize(text: str, where: str) -> list[tuple[str, Any, int]]:
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
             col = pos + len(text[pos:]) - len(text[pos:].lstrip())
-            raise ConceptError(f"{where}: cannot read {text[col:col + 12]!r} at character {col + 1} of "
-                               f"{text!r}; write e.g. genre == \"Horror\" and year < 1970.")
+            raise ConceptError(
+                f"{where}: cannot read {text[col : col + 12]!r} at character {col + 1} of "
+                f'{text!r}; write e.g. genre == "Horror" and year < 1970.'
+            )
         kind = m.lastgroup
         raw = m.group(kind)
         start = m.start(kind)
@@ -162,8 +170,10 @@ class _Parser:
 
     def fail(self, what: str) -> None:
         at = self.tokens[self.pos][2] + 1 if self.pos < len(self.tokens) else len(self.text) + 1
-        raise ConceptError(f"{self.where}: {what} at character {at} of {self.text!r}; write comparisons "
-                           "FIELD OP VALUE joined by and/or/not, e.g. genre == \"Horror\" or year < 1970.")
+        raise ConceptError(
+            f"{self.where}: {what} at character {at} of {self.text!r}; write comparisons "
+            'FIELD OP VALUE joined by and/or/not, e.g. genre == "Horror" or year < 1970.'
+        )
 
     def peek(self) -> tuple[str, Any, int] | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -211,7 +221,8 @@ class _Parser:
         if field not in FIELDS:
             raise ConceptError(
                 f"{self.where}: unknown field {field!r} in {self.text!r}; known fields: "
-                f"{', '.join(sorted(FIELDS))}. Fix: name one of them, e.g. genre == \"Horror\" or year < 1970.")
+                f'{", ".join(sorted(FIELDS))}. Fix: name one of them, e.g. genre == "Horror" or year < 1970.'
+            )
         self.pos += 1
         tok = self.peek()
         if tok is None or tok[0] not in ("op", "in"):
@@ -243,18 +254,27 @@ def _check_types(field: str, op: str, value: Any, text: str, where: str) -> None
     values = value if isinstance(value, tuple) else (value,)
     if field in ("genre", "title"):
         if op in ("<", "<=", ">", ">="):
-            raise ConceptError(f"{where}: {field} {op} ... in {text!r}: {field} takes ==, != or in, not {op}.")
+            raise ConceptError(
+                f"{where}: {field} {op} ... in {text!r}: {field} takes ==, != or in, not {op}."
+            )
         if not all(isinstance(v, str) for v in values):
-            raise ConceptError(f"{where}: {field} compares with quoted strings in {text!r}, e.g. "
-                               f"{field} == \"Horror\".")
+            raise ConceptError(
+                f'{where}: {field} compares with quoted strings in {text!r}, e.g. {field} == "Horror".'
+            )
     elif not all(isinstance(v, int | float) for v in values):
         raise ConceptError(f"{where}: year compares with numbers in {text!r}, e.g. year < 1970.")
 
 
 # --------------------------------------------------------------------------- evaluation
 def _compare(op: str) -> Callable[[np.ndarray, Any], np.ndarray]:
-    return {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
-            ">=": np.greater_equal}[op]
+    return {
+        "==": np.equal,
+        "!=": np.not_equal,
+        "<": np.less,
+        "<=": np.less_equal,
+        ">": np.greater,
+        ">=": np.greater_equal,
+    }[op]
 
 
 def _evaluate(node: Any, features: ItemFeatures, n: int, text: str) -> np.ndarray:

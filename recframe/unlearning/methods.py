@@ -47,8 +47,10 @@ class FinetuneSettings:
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.batch_size < 1 or self.lr <= 0 or self.retain_weight < 0:
-            raise ValueError(f"fine-tuning settings need steps >= 0, batch_size >= 1, lr > 0 and "
-                             f"retain_weight >= 0; got {self}.")
+            raise ValueError(
+                f"fine-tuning settings need steps >= 0, batch_size >= 1, lr > 0 and "
+                f"retain_weight >= 0; got {self}."
+            )
 
 
 def clone_model(model: Any, codes: np.ndarray | None = None) -> Any:
@@ -72,13 +74,21 @@ def clone_model(model: Any, codes: np.ndarray | None = None) -> Any:
     return copy.to(next(model.parameters()).device).eval()
 
 
-def finetune(model: Any, loss: Callable[[Batch, Batch], Tensor], forget: Examples, retain: Examples,
-             settings: FinetuneSettings, progress: Callable[[int, float], None] | None = None) -> list[float]:
+def finetune(
+    model: Any,
+    loss: Callable[[Batch, Batch], Tensor],
+    forget: Examples,
+    retain: Examples,
+    settings: FinetuneSettings,
+    progress: Callable[[int, float], None] | None = None,
+) -> list[float]:
     """Run the shared loop on ``model`` in place; ``loss(forget_batch, retain_batch)`` is the full objective
     (the caller adds the retain term). Returns the loss of every step."""
     if len(forget) == 0 or len(retain) == 0:
-        raise ValueError(f"unlearning needs forget and retain training examples; got {len(forget)} forget and "
-                         f"{len(retain)} retain (does the concept match items the training data holds?).")
+        raise ValueError(
+            f"unlearning needs forget and retain training examples; got {len(forget)} forget and "
+            f"{len(retain)} retain (does the concept match items the training data holds?)."
+        )
     rng = np.random.default_rng(settings.seed)
     torch.manual_seed(settings.seed)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -102,8 +112,13 @@ def finetune(model: Any, loss: Callable[[Batch, Batch], Tensor], forget: Example
     return history
 
 
-def run_ga(original: Any, forget: Examples, retain: Examples, settings: FinetuneSettings,
-           progress: Callable[[int, float], None] | None = None) -> tuple[Any, dict[str, Any]]:
+def run_ga(
+    original: Any,
+    forget: Examples,
+    retain: Examples,
+    settings: FinetuneSettings,
+    progress: Callable[[int, float], None] | None = None,
+) -> tuple[Any, dict[str, Any]]:
     """Gradient ascent: minimise ``mean_f log pi(y_f | x_f) + retain_weight * retain_nll``."""
     model = clone_model(original)
 
@@ -113,8 +128,14 @@ def run_ga(original: Any, forget: Examples, retain: Examples, settings: Finetune
     return model, {"losses": finetune(model, loss, forget, retain, settings, progress)}
 
 
-def run_npo(original: Any, forget: Examples, retain: Examples, settings: FinetuneSettings, beta: float = 0.1,
-            progress: Callable[[int, float], None] | None = None) -> tuple[Any, dict[str, Any]]:
+def run_npo(
+    original: Any,
+    forget: Examples,
+    retain: Examples,
+    settings: FinetuneSettings,
+    beta: float = 0.1,
+    progress: Callable[[int, float], None] | None = None,
+) -> tuple[Any, dict[str, Any]]:
     """NPO with the original model as reference: ``npo_loss(beta) + retain_weight * retain_nll``."""
     model = clone_model(original)
     reference = clone_model(original)

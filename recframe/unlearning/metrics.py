@@ -27,8 +27,13 @@ from torch import Tensor
 
 from recframe.metrics.ranking import masked_topk, standard_metrics, target_ranks
 
-__all__ = ["UnlearningMetrics", "concept_exposure", "evaluate_unlearning", "split_case_metrics",
-           "topk_distance"]
+__all__ = [
+    "UnlearningMetrics",
+    "concept_exposure",
+    "evaluate_unlearning",
+    "split_case_metrics",
+    "topk_distance",
+]
 
 
 def concept_exposure(top_items: Tensor, ok: Tensor, forget: Tensor) -> float:
@@ -43,8 +48,9 @@ def topk_distance(a: Tensor, b: Tensor) -> Tensor:
     return 1.0 - same.any(dim=2).sum(dim=1).to(torch.float64) / a.shape[1]
 
 
-def split_case_metrics(scores: Tensor, targets: Tensor, labels: Tensor, seen: Tensor | None, forget: Tensor,
-                       k: int = 10) -> dict[str, Tensor]:
+def split_case_metrics(
+    scores: Tensor, targets: Tensor, labels: Tensor, seen: Tensor | None, forget: Tensor, k: int = 10
+) -> dict[str, Tensor]:
     """Per-user Recall@k on forget targets and NDCG@k on retain targets.
 
     Returns ``{"forget_recall": [B], "forget_users": [B] bool, "retain_ndcg": [B], "retain_users": [B]}``:
@@ -56,8 +62,12 @@ def split_case_metrics(scores: Tensor, targets: Tensor, labels: Tensor, seen: Te
     is_retain = ~forget[targets] & valid
     rec = standard_metrics(ranks, is_forget, [k], ("recall",))["recall"][:, 0]
     ndcg = standard_metrics(ranks, is_retain, [k], ("ndcg",))["ndcg"][:, 0]
-    return {"forget_recall": rec, "forget_users": is_forget.any(1), "retain_ndcg": ndcg,
-            "retain_users": is_retain.any(1)}
+    return {
+        "forget_recall": rec,
+        "forget_users": is_forget.any(1),
+        "retain_ndcg": ndcg,
+        "retain_users": is_retain.any(1),
+    }
 
 
 @dataclass
@@ -71,22 +81,31 @@ class UnlearningMetrics:
     n_retain_cases: int
     top: Tensor = field(repr=False)
 
-    def row(self, original: UnlearningMetrics | None = None,
-            retrain: UnlearningMetrics | None = None) -> dict[str, float]:
+    def row(
+        self, original: UnlearningMetrics | None = None, retrain: UnlearningMetrics | None = None
+    ) -> dict[str, float]:
         """The report row: the metrics, retain NDCG relative to ``original`` and distance to ``retrain``."""
-        out = {"exposure@10": self.exposure, "forget_recall@10": self.forget_recall,
-               "retain_ndcg@10": self.retain_ndcg}
+        out = {
+            "exposure@10": self.exposure,
+            "forget_recall@10": self.forget_recall,
+            "retain_ndcg@10": self.retain_ndcg,
+        }
         if original is not None:
-            out["retain_ndcg@10_rel"] = self.retain_ndcg / original.retain_ndcg if original.retain_ndcg else \
-                float("nan")
+            out["retain_ndcg@10_rel"] = (
+                self.retain_ndcg / original.retain_ndcg if original.retain_ndcg else float("nan")
+            )
         if retrain is not None:
             out["distance_to_retrain@10"] = float(topk_distance(self.top, retrain.top).mean())
         return out
 
 
 @torch.no_grad()
-def evaluate_unlearning(score: Callable[[dict[str, Tensor]], Tensor], batches: Iterable[dict[str, Tensor]],
-                        forget: np.ndarray | Tensor, k: int = 10) -> UnlearningMetrics:
+def evaluate_unlearning(
+    score: Callable[[dict[str, Tensor]], Tensor],
+    batches: Iterable[dict[str, Tensor]],
+    forget: np.ndarray | Tensor,
+    k: int = 10,
+) -> UnlearningMetrics:
     """Stream test ``batches`` (``history``, ``seen``, ``targets``, ``labels``) through ``score`` and
     compute :class:`UnlearningMetrics` (averages over users of each group; module docstring)."""
     forget_t = torch.as_tensor(np.asarray(forget), dtype=torch.bool)
@@ -106,4 +125,7 @@ def evaluate_unlearning(score: Callable[[dict[str, Tensor]], Tensor], batches: I
         exposure=hits / max(slots, 1),
         forget_recall=float(rec_t.mean()) if len(rec_t) else float("nan"),
         retain_ndcg=float(ndcg_t.mean()) if len(ndcg_t) else float("nan"),
-        n_forget_cases=len(rec_t), n_retain_cases=len(ndcg_t), top=torch.cat(tops))
+        n_forget_cases=len(rec_t),
+        n_retain_cases=len(ndcg_t),
+        top=torch.cat(tops),
+    )

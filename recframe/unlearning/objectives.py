@@ -46,8 +46,19 @@ from torch import Tensor
 from recframe.data.interactions import Histories
 from recframe.models.generative.decoding import normalise_step
 
-__all__ = ["Examples", "concept_unlikelihood", "coherence_kl", "ga_loss", "level_logits", "level_logprobs",
-           "npo_loss", "path_logprob", "representation_drift", "retain_code_masks", "retain_nll"]
+__all__ = [
+    "Examples",
+    "concept_unlikelihood",
+    "coherence_kl",
+    "ga_loss",
+    "level_logits",
+    "level_logprobs",
+    "npo_loss",
+    "path_logprob",
+    "representation_drift",
+    "retain_code_masks",
+    "retain_nll",
+]
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,7 @@ class Examples:
         for user in range(len(histories.indptr) - 1):
             seq = np.asarray(histories.of(user), dtype=np.int64)
             for t in range(1, len(seq)):
-                row = seq[max(0, t - max_len):t]
+                row = seq[max(0, t - max_len) : t]
                 hist.append(np.pad(row, (max_len - len(row), 0)))
                 tgt.append(seq[t])
         if not tgt:
@@ -77,7 +88,10 @@ class Examples:
     def split(self, forget: np.ndarray) -> tuple[Examples, Examples]:
         """``(forget examples, retain examples)`` by the target's membership in ``forget``."""
         is_f = np.asarray(forget, dtype=bool)[self.target]
-        return (Examples(self.history[is_f], self.target[is_f]), Examples(self.history[~is_f], self.target[~is_f]))
+        return (
+            Examples(self.history[is_f], self.target[is_f]),
+            Examples(self.history[~is_f], self.target[~is_f]),
+        )
 
     def sample(self, rng: np.random.Generator, size: int) -> tuple[Tensor, Tensor]:
         """``size`` examples drawn uniformly (with replacement when fewer exist) as tensors."""
@@ -144,7 +158,7 @@ def concept_unlikelihood(model, history: Tensor, roots: Tensor, depths: Tensor, 
         depths: ``[R]`` each root's length (``1..L``).
     """
     items = roots[None].expand(history.shape[0], -1)
-    cum = level_logprobs(model, history, items).cumsum(-1)                  # [B, R, L]
+    cum = level_logprobs(model, history, items).cumsum(-1)  # [B, R, L]
     logp = cum.gather(-1, (depths - 1)[None, :, None].expand(history.shape[0], -1, 1)).squeeze(-1)
     log_mass = torch.logsumexp(logp, dim=-1).clamp(max=float(np.log1p(-eps)))
     return -torch.log1p(-log_mass.exp()).mean()
@@ -168,8 +182,9 @@ def retain_code_masks(codes: np.ndarray, codebook_sizes: tuple[int, ...], forget
     return out
 
 
-def coherence_kl(model, reference, history: Tensor, target: Tensor, masks: list[Tensor],
-                 ref_history: Tensor | None = None) -> Tensor:
+def coherence_kl(
+    model, reference, history: Tensor, target: Tensor, masks: list[Tensor], ref_history: Tensor | None = None
+) -> Tensor:
     """Mean over retain examples and levels of ``KL(p_orig^R || p_theta^R)`` (module docstring).
 
     ``reference`` is the original model; its logits are teacher-forced along the same retain paths (retain

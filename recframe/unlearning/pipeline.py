@@ -35,8 +35,15 @@ from recframe.unlearning.retrain import RetrainSettings, retrain_without
 from recframe.unlearning.suppression import suppressed_items, suppressed_prefixes, with_suppression
 from recframe.unlearning.tracer import TracerSettings, run_tracer
 
-__all__ = ["METHOD_ORDER", "data_settings", "forget_mask", "load_generative", "run_unlearning",
-           "save_unlearned", "test_batches"]
+__all__ = [
+    "METHOD_ORDER",
+    "data_settings",
+    "forget_mask",
+    "load_generative",
+    "run_unlearning",
+    "save_unlearned",
+    "test_batches",
+]
 
 METHOD_ORDER = ("retrain", "ga", "npo", "suppression", "tracer")
 
@@ -47,15 +54,19 @@ def load_generative(path: str | Path) -> tuple[Any, dict[str, Any]]:
     meta = ckpt.get("recframe") or {}
     class_path = meta.get("model_class")
     if not class_path or "state_dict" not in ckpt:
-        raise CheckpointError(f"checkpoint {path} has no recframe metadata (model class); pass a checkpoint "
-                              "written by `recframe fit` of a generative model (TIGER or SIDDecoder).")
+        raise CheckpointError(
+            f"checkpoint {path} has no recframe metadata (model class); pass a checkpoint "
+            "written by `recframe fit` of a generative model (TIGER or SIDDecoder)."
+        )
     module, _, name = class_path.rpartition(".")
     cls = getattr(importlib.import_module(module), name)
     from recframe.models.generative.models import GenerativeRecModel
 
     if not issubclass(cls, GenerativeRecModel):
-        raise CheckpointError(f"checkpoint {path} holds a {name}; concept unlearning needs a generative "
-                              "semantic-ID model (recframe.models.generative.TIGER or SIDDecoder).")
+        raise CheckpointError(
+            f"checkpoint {path} holds a {name}; concept unlearning needs a generative "
+            "semantic-ID model (recframe.models.generative.TIGER or SIDDecoder)."
+        )
     hparams = {k: v for k, v in (ckpt.get("hyper_parameters") or {}).items() if not k.startswith("_")}
     model = cls(**hparams)
     model.load_state_dict(ckpt["state_dict"])
@@ -71,8 +82,10 @@ def data_settings(ckpt: dict[str, Any], override: dict[str, Any] | None = None) 
     data = dict((stored or {}).get("data") or {})
     data.update(override or {})
     if "dataset" not in data:
-        raise DataError("the checkpoint stores no data settings; give them under data: in the unlearning "
-                        "config (e.g. data: {dataset: ml-100k, split: loo, max_len: 50}).")
+        raise DataError(
+            "the checkpoint stores no data settings; give them under data: in the unlearning "
+            "config (e.g. data: {dataset: ml-100k, split: loo, max_len: 50})."
+        )
     return data
 
 
@@ -83,8 +96,10 @@ def forget_mask(concept: Concept, dm: RecDataModule) -> np.ndarray:
     if n == 0:
         feats = dm.split.train.item_features
         genres = sorted({g for c in (feats.categories or []) for g in (c or ())})
-        raise DataError(f"concept {concept.text!r} holds for no item of {dm.dataset}; check the value "
-                        f"(genres here: {', '.join(genres[:30])}).")
+        raise DataError(
+            f"concept {concept.text!r} holds for no item of {dm.dataset}; check the value "
+            f"(genres here: {', '.join(genres[:30])})."
+        )
     if n == dm.n_items:
         raise DataError(f"concept {concept.text!r} holds for every item; nothing would be retained.")
     return mask
@@ -99,14 +114,17 @@ def test_batches(dm: RecDataModule, batch_size: int = 256) -> Iterator[dict[str,
 
 def _evaluate(model: Any, dm: RecDataModule, forget: np.ndarray, batch_size: int) -> UnlearningMetrics:
     model.eval()
-    return evaluate_unlearning(lambda b: model.score({"history": b["history"]}), test_batches(dm, batch_size),
-                               forget)
+    return evaluate_unlearning(
+        lambda b: model.score({"history": b["history"]}), test_batches(dm, batch_size), forget
+    )
 
 
 def save_unlearned(model: Any, ckpt: dict[str, Any], path: str | Path, info: dict[str, Any]) -> Path:
     """A checkpoint of an unlearned model: the original's metadata and serving data, the new weights,
     hyperparameters (add-ons included) and SID table, and ``unlearning`` (what was done)."""
-    out = {k: v for k, v in ckpt.items() if k not in ("optimizer_states", "lr_schedulers", "callbacks", "loops")}
+    out = {
+        k: v for k, v in ckpt.items() if k not in ("optimizer_states", "lr_schedulers", "callbacks", "loops")
+    }
     out["state_dict"] = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     out["hyper_parameters"] = {k: v for k, v in model.hparams.items()}
     if model.sid_table_state is not None:
@@ -118,13 +136,22 @@ def save_unlearned(model: Any, ckpt: dict[str, Any], path: str | Path, info: dic
 
 def _plain(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k != "losses"} | (
-        {"final_loss": info["losses"][-1]} if info.get("losses") else {})
+        {"final_loss": info["losses"][-1]} if info.get("losses") else {}
+    )
 
 
-def run_unlearning(model: Any, ckpt: dict[str, Any], data: dict[str, Any], concept: Concept,
-                   methods: dict[str, dict[str, Any]], save_dir: str | Path | None = None,
-                   eval_batch_size: int = 256, log: Callable[[str], None] = print,
-                   reuse: dict[str, Any] | None = None, expect_fingerprint: str | None = None) -> dict[str, Any]:
+def run_unlearning(
+    model: Any,
+    ckpt: dict[str, Any],
+    data: dict[str, Any],
+    concept: Concept,
+    methods: dict[str, dict[str, Any]],
+    save_dir: str | Path | None = None,
+    eval_batch_size: int = 256,
+    log: Callable[[str], None] = print,
+    reuse: dict[str, Any] | None = None,
+    expect_fingerprint: str | None = None,
+) -> dict[str, Any]:
     """Run ``methods`` (module docstring) on ``model`` for ``concept``; the report dict.
 
     ``reuse`` may hold an already trained retrain reference under ``"retrain"`` (the benchmark keeps one
@@ -133,15 +160,20 @@ def run_unlearning(model: Any, ckpt: dict[str, Any], data: dict[str, Any], conce
     """
     dm = RecDataModule(**data)
     if expect_fingerprint and dm.fingerprint != expect_fingerprint:
-        raise DataError(f"the checkpoint was trained on data with fingerprint {expect_fingerprint}, but these data "
-                        f"settings give {dm.fingerprint}; remove the data: overrides that change the data.")
+        raise DataError(
+            f"the checkpoint was trained on data with fingerprint {expect_fingerprint}, but these data "
+            f"settings give {dm.fingerprint}; remove the data: overrides that change the data."
+        )
     forget = forget_mask(concept, dm)
     log(f"concept {concept.text!r}: {int(forget.sum())} forget items of {dm.n_items}")
     examples = Examples.from_histories(dm.split.train.histories, dm.max_len)
     f_ex, r_ex = examples.split(forget)
     rows: dict[str, dict[str, Any]] = {}
-    details: dict[str, Any] = {"forget_items": int(forget.sum()), "forget_examples": len(f_ex),
-                               "retain_examples": len(r_ex)}
+    details: dict[str, Any] = {
+        "forget_items": int(forget.sum()),
+        "forget_examples": len(f_ex),
+        "retain_examples": len(r_ex),
+    }
     t0 = time.perf_counter()
     original = _evaluate(model, dm, forget, eval_batch_size)
     results: dict[str, tuple[UnlearningMetrics, float]] = {"original": (original, time.perf_counter() - t0)}
@@ -155,17 +187,21 @@ def run_unlearning(model: Any, ckpt: dict[str, Any], data: dict[str, Any], conce
         if name == "retrain":
             unlearned = (reuse or {}).get("retrain")
             if unlearned is None:
-                unlearned = retrain_without(model, data, np.flatnonzero(forget), RetrainSettings(**cfg),
-                                            workdir=save_dir)
+                unlearned = retrain_without(
+                    model, data, np.flatnonzero(forget), RetrainSettings(**cfg), workdir=save_dir
+                )
         elif name == "suppression":
             threshold = float(cfg.pop("threshold", 0.5))
             codes = model.backbone.codes.cpu().numpy()
             prefixes = suppressed_prefixes(codes, forget, threshold)
             hidden = suppressed_items(codes, prefixes)
             unlearned = with_suppression(model, prefixes, **cfg)
-            info = {"threshold": threshold, "masked_tokens": len(prefixes),
-                    "hidden_forget_items": int((hidden & forget).sum()),
-                    "hidden_retain_items": int((hidden & ~forget).sum())}
+            info = {
+                "threshold": threshold,
+                "masked_tokens": len(prefixes),
+                "hidden_forget_items": int((hidden & forget).sum()),
+                "hidden_retain_items": int((hidden & ~forget).sum()),
+            }
         elif name in ("ga", "npo"):
             beta = float(cfg.pop("beta", 0.1))
             settings = FinetuneSettings(**cfg)
@@ -174,9 +210,18 @@ def run_unlearning(model: Any, ckpt: dict[str, Any], data: dict[str, Any], conce
             else:
                 unlearned, info = run_npo(model, f_ex, r_ex, settings, beta=beta)
         else:
-            tcfg = {k: cfg.pop(k) for k in ("coherence_weight", "representation_weight", "reassign") if k in cfg}
-            unlearned, info = run_tracer(model, forget, f_ex, r_ex, FinetuneSettings(**cfg),
-                                         TracerSettings(**tcfg), reason=f"concept: {concept.text}")
+            tcfg = {
+                k: cfg.pop(k) for k in ("coherence_weight", "representation_weight", "reassign") if k in cfg
+            }
+            unlearned, info = run_tracer(
+                model,
+                forget,
+                f_ex,
+                r_ex,
+                FinetuneSettings(**cfg),
+                TracerSettings(**tcfg),
+                reason=f"concept: {concept.text}",
+            )
         seconds = time.perf_counter() - start
         metrics = _evaluate(unlearned, dm, forget, eval_batch_size)
         results[name] = (metrics, seconds)
@@ -189,13 +234,23 @@ def run_unlearning(model: Any, ckpt: dict[str, Any], data: dict[str, Any], conce
     retrain = results.get("retrain", (None, 0.0))[0]
     for name, (metrics, seconds) in results.items():
         rows[name] = {**metrics.row(original, retrain), "seconds": round(seconds, 1)}
-    return {"concept": concept.text, "rows": rows, "details": details,
-            "test_cases": {"forget": original.n_forget_cases, "retain": original.n_retain_cases}}
+    return {
+        "concept": concept.text,
+        "rows": rows,
+        "details": details,
+        "test_cases": {"forget": original.n_forget_cases, "retain": original.n_retain_cases},
+    }
 
 
 def report_table(report: dict[str, Any]) -> str:
     """Markdown table of one concept's rows."""
-    cols = ["exposure@10", "forget_recall@10", "retain_ndcg@10", "retain_ndcg@10_rel", "distance_to_retrain@10"]
+    cols = [
+        "exposure@10",
+        "forget_recall@10",
+        "retain_ndcg@10",
+        "retain_ndcg@10_rel",
+        "distance_to_retrain@10",
+    ]
     lines = ["| method | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for name, row in report["rows"].items():
         cells = [f"{row[c]:.4f}" if isinstance(row.get(c), float) else "–" for c in cols]

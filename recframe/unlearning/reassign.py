@@ -30,8 +30,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["MU", "Reassignment", "exclusive_roots", "prefix_counts", "reassign_forget_items",
-           "shared_retain_items"]
+__all__ = [
+    "MU",
+    "Reassignment",
+    "exclusive_roots",
+    "prefix_counts",
+    "reassign_forget_items",
+    "shared_retain_items",
+]
 
 #: weight of the keep-the-old-codes tie-break (below 1, so it never trades against a sharing count)
 MU = 0.5
@@ -85,7 +91,8 @@ class Reassignment:
         items: the forget items (dense ids), in the order of ``codes``; ``moved`` counts those whose path
             changed.
         codes: ``[len(items), L]`` their new paths.
-        sharing_cost: ``sum_i S(new_i)`` (module docstring); ``sharing_cost_before`` the same for the old paths.
+        sharing_cost: ``sum_i S(new_i)`` (module docstring); ``sharing_cost_before`` the same for the old
+            paths.
         shared_before, shared_after: :func:`shared_retain_items` per depth under the old and new table.
     """
 
@@ -109,7 +116,9 @@ class Reassignment:
         return out
 
 
-def _candidates(counts: list[Counter], sizes: tuple[int, ...], limit: int) -> list[tuple[tuple[int, ...], int]]:
+def _candidates(
+    counts: list[Counter], sizes: tuple[int, ...], limit: int
+) -> list[tuple[tuple[int, ...], int]]:
     """Up to ``limit`` free full paths in increasing sharing cost (best-first; module docstring)."""
     depth = len(sizes)
     heap: list[tuple[int, int, tuple[int, ...]]] = [(0, 0, ())]
@@ -129,8 +138,9 @@ def _candidates(counts: list[Counter], sizes: tuple[int, ...], limit: int) -> li
     return out
 
 
-def reassign_forget_items(codes: np.ndarray, codebook_sizes: tuple[int, ...], forget: np.ndarray,
-                          mu: float = MU) -> Reassignment:
+def reassign_forget_items(
+    codes: np.ndarray, codebook_sizes: tuple[int, ...], forget: np.ndarray, mu: float = MU
+) -> Reassignment:
     """New collision-free paths for the forget items (rule: module docstring).
 
     Args:
@@ -153,7 +163,9 @@ def reassign_forget_items(codes: np.ndarray, codebook_sizes: tuple[int, ...], fo
     if len(r_items) == 0:
         raise ValueError("reassign_forget_items: every item is a forget item; nothing would be retained.")
     if not 0 <= mu < 1:
-        raise ValueError(f"reassign_forget_items: mu={mu}; it must be in [0, 1) to keep the sharing cost minimal.")
+        raise ValueError(
+            f"reassign_forget_items: mu={mu}; it must be in [0, 1) to keep the sharing cost minimal."
+        )
     counts = prefix_counts(codes, r_items)
     limit = max(4 * len(f_items), len(f_items) + 64)
     cands = _candidates(counts, sizes, limit)
@@ -163,8 +175,10 @@ def reassign_forget_items(codes: np.ndarray, codebook_sizes: tuple[int, ...], fo
             seen.add(path)
             cands.append((path, sum(counts[d - 1].get(path[:d], 0) for d in range(1, len(path) + 1))))
     if len(cands) < len(f_items):
-        raise ValueError(f"reassign_forget_items: only {len(cands)} free code paths for {len(f_items)} forget "
-                         f"items (codebook_sizes={sizes}); use a tokenizer with larger codebooks.")
+        raise ValueError(
+            f"reassign_forget_items: only {len(cands)} free code paths for {len(f_items)} forget "
+            f"items (codebook_sizes={sizes}); use a tokenizer with larger codebooks."
+        )
     paths = np.array([p for p, _ in cands], dtype=np.int64)
     share = np.array([c for _, c in cands], dtype=np.float64)
     old = codes[f_items]
@@ -175,11 +189,18 @@ def reassign_forget_items(codes: np.ndarray, codebook_sizes: tuple[int, ...], fo
     new[rows] = paths[cols]
 
     def sharing(table: np.ndarray) -> int:
-        return int(sum(counts[d - 1].get(tuple(p[:d]), 0) for p in table.tolist() for d in range(1, len(p) + 1)))
+        return int(
+            sum(counts[d - 1].get(tuple(p[:d]), 0) for p in table.tolist() for d in range(1, len(p) + 1))
+        )
 
     after = codes.copy()
     after[f_items] = new
-    return Reassignment(items=f_items, codes=new, sharing_cost=sharing(new), sharing_cost_before=sharing(old),
-                        shared_before=shared_retain_items(codes, forget),
-                        shared_after=shared_retain_items(after, forget),
-                        n_moved=int((new != old).any(1).sum()))
+    return Reassignment(
+        items=f_items,
+        codes=new,
+        sharing_cost=sharing(new),
+        sharing_cost_before=sharing(old),
+        shared_before=shared_retain_items(codes, forget),
+        shared_after=shared_retain_items(after, forget),
+        n_moved=int((new != old).any(1).sum()),
+    )

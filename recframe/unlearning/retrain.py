@@ -44,8 +44,11 @@ class ForgetDataModule(RecDataModule):
         split = super()._build_split()
         forget = np.zeros(split.train.n_items + 1, dtype=bool)
         forget[self.forget_items] = True
-        return dataclasses.replace(split, train=split.train.select(~forget[split.train.item]),
-                                   valid=split.valid.select(~forget[split.valid.item]))
+        return dataclasses.replace(
+            split,
+            train=split.train.select(~forget[split.train.item]),
+            valid=split.valid.select(~forget[split.valid.item]),
+        )
 
 
 @dataclasses.dataclass
@@ -65,8 +68,14 @@ class RetrainSettings:
     seed: int = 0
 
 
-def retrain_without(original: Any, data: dict[str, Any], forget_items: np.ndarray, settings: RetrainSettings,
-                    workdir: str | Path | None = None, progress: bool = False) -> Any:
+def retrain_without(
+    original: Any,
+    data: dict[str, Any],
+    forget_items: np.ndarray,
+    settings: RetrainSettings,
+    workdir: str | Path | None = None,
+    progress: bool = False,
+) -> Any:
     """A fresh model like ``original`` (class, hyperparameters, SID table) trained on ``data`` (the
     :class:`RecDataModule` keyword arguments) without ``forget_items``' rows; the best validation epoch's
     weights are returned (module docstring)."""
@@ -83,9 +92,15 @@ def retrain_without(original: Any, data: dict[str, Any], forget_items: np.ndarra
         callbacks: list[Any] = [best]
         if settings.patience > 0:
             callbacks.append(EarlyStopping(monitor="val_ndcg", mode="max", patience=settings.patience))
-        trainer = L.Trainer(max_epochs=settings.max_epochs, logger=False, callbacks=callbacks,
-                            check_val_every_n_epoch=settings.check_val_every_n_epoch, num_sanity_val_steps=0,
-                            enable_progress_bar=progress, enable_model_summary=False)
+        trainer = L.Trainer(
+            max_epochs=settings.max_epochs,
+            logger=False,
+            callbacks=callbacks,
+            check_val_every_n_epoch=settings.check_val_every_n_epoch,
+            num_sanity_val_steps=0,
+            enable_progress_bar=progress,
+            enable_model_summary=False,
+        )
         trainer.fit(model, dm)
         if best.best_model_path:
             model.load_state_dict(load_checkpoint(best.best_model_path)["state_dict"])

@@ -37,7 +37,7 @@ PENALTY = -1e9
 
 
 def suppressed_prefixes(codes: np.ndarray, forget: np.ndarray, threshold: float = 0.5) -> list[list[int]]:
-    """The top-most trie nodes (as code prefixes, length ``1..L``) whose forget share exceeds ``threshold``."""
+    """The top-most trie nodes (code prefixes, length ``1..L``) whose forget share exceeds ``threshold``."""
     if not 0 <= threshold < 1:
         raise ValueError(f"suppression threshold={threshold}; it must be in [0, 1).")
     codes = np.asarray(codes)
@@ -83,8 +83,9 @@ class SuppressTokens(GenerativeAddon):
         self.prefixes = [[int(c) for c in p] for p in prefixes or []]
         self.penalty = float(penalty)
         if not np.isfinite(self.penalty):
-            raise ValueError("SuppressTokens penalty must be finite (the evaluator refuses -inf scores); "
-                             f"got {penalty}.")
+            raise ValueError(
+                f"SuppressTokens penalty must be finite (the evaluator refuses -inf scores); got {penalty}."
+            )
 
     def build(self, backbone: Any) -> None:
         self.radix = [int(v) for v in backbone.codebook_sizes]

@@ -64,8 +64,13 @@ def model_table(model: Any) -> SIDTable:
         return SIDTable.from_state_dict(model.sid_table_state)
     codes = model.backbone.codes.cpu().numpy()
     digest = hashlib.sha256(np.ascontiguousarray(codes).tobytes()).hexdigest()
-    return SIDTable(codes=codes, codebook_sizes=tuple(model.backbone.codebook_sizes), fingerprint=digest,
-                    settings={"tokenizer": "given codes"}, stats={})
+    return SIDTable(
+        codes=codes,
+        codebook_sizes=tuple(model.backbone.codebook_sizes),
+        fingerprint=digest,
+        settings={"tokenizer": "given codes"},
+        stats={},
+    )
 
 
 def reassigned_model(original: Any, forget: np.ndarray, reason: str) -> tuple[Any, SIDTable, dict[str, Any]]:
@@ -75,10 +80,17 @@ def reassigned_model(original: Any, forget: np.ndarray, reason: str) -> tuple[An
     new_table = table.reassigned(moved.items, moved.codes, reason)
     model = clone_model(original, codes=new_table.codes)
     model.sid_table_state = new_table.state_dict()
-    info = {"forget_items": int(len(moved.items)), "moved_items": moved.moved, "sharing_cost_before": moved.sharing_cost_before,
-            "sharing_cost_after": moved.sharing_cost, "shared_retain_before": moved.shared_before,
-            "shared_retain_after": moved.shared_after, "sid_version": new_table.version,
-            "sid_fingerprint": new_table.fingerprint, "sid_derived_from": table.fingerprint}
+    info = {
+        "forget_items": int(len(moved.items)),
+        "moved_items": moved.moved,
+        "sharing_cost_before": moved.sharing_cost_before,
+        "sharing_cost_after": moved.sharing_cost,
+        "shared_retain_before": moved.shared_before,
+        "shared_retain_after": moved.shared_after,
+        "sid_version": new_table.version,
+        "sid_fingerprint": new_table.fingerprint,
+        "sid_derived_from": table.fingerprint,
+    }
     return model, new_table, info
 
 
@@ -94,9 +106,16 @@ def _roots(codes: np.ndarray, forget: np.ndarray) -> tuple[Tensor, Tensor]:
     return torch.tensor(reps, dtype=torch.long), torch.tensor(depths, dtype=torch.long)
 
 
-def run_tracer(original: Any, forget_mask: np.ndarray, forget: Examples, retain: Examples,
-               settings: FinetuneSettings, tracer: TracerSettings | None = None, reason: str = "concept",
-               progress: Callable[[int, float], None] | None = None) -> tuple[Any, dict[str, Any]]:
+def run_tracer(
+    original: Any,
+    forget_mask: np.ndarray,
+    forget: Examples,
+    retain: Examples,
+    settings: FinetuneSettings,
+    tracer: TracerSettings | None = None,
+    reason: str = "concept",
+    progress: Callable[[int, float], None] | None = None,
+) -> tuple[Any, dict[str, Any]]:
     """TRACER (module docstring). Returns the unlearned model (on its new SID table) and a summary."""
     tracer = tracer or TracerSettings()
     forget_mask = np.asarray(forget_mask, dtype=bool).copy()
@@ -122,7 +141,9 @@ def run_tracer(original: Any, forget_mask: np.ndarray, forget: Examples, retain:
         if tracer.coherence_weight:
             total = total + tracer.coherence_weight * coherence_kl(model, reference, *rb, masks)
         if tracer.representation_weight:
-            total = total + tracer.representation_weight * representation_drift(model, reference, retain_items)
+            total = total + tracer.representation_weight * representation_drift(
+                model, reference, retain_items
+            )
         return total + settings.retain_weight * retain_nll(model, *rb)
 
     info["losses"] = finetune(model, loss, forget, retain, settings, progress)

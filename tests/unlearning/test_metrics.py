@@ -17,11 +17,14 @@ def _batch() -> dict[str, torch.Tensor]:
     # user A: scores rank 1 > 3 > 2 > 4 > 5 > 6, seen item 3 masked; target 2 (forget)
     # user B: ranks 4 > 5 > 1 > 6 > 3 > 2, nothing seen; target 6 (retain)
     inf = float("-inf")
-    scores = torch.tensor([[inf, 6.0, 4.0, 5.0, 3.0, 2.0, 1.0],
-                           [inf, 4.0, 1.0, 2.0, 6.0, 5.0, 3.0]])
-    return {"history": torch.zeros(2, 1, dtype=torch.long), "scores": scores,
-            "seen": torch.tensor([[3], [0]]), "targets": torch.tensor([[2], [6]]),
-            "labels": torch.tensor([[1], [1]], dtype=torch.int8)}
+    scores = torch.tensor([[inf, 6.0, 4.0, 5.0, 3.0, 2.0, 1.0], [inf, 4.0, 1.0, 2.0, 6.0, 5.0, 3.0]])
+    return {
+        "history": torch.zeros(2, 1, dtype=torch.long),
+        "scores": scores,
+        "seen": torch.tensor([[3], [0]]),
+        "targets": torch.tensor([[2], [6]]),
+        "labels": torch.tensor([[1], [1]], dtype=torch.int8),
+    }
 
 
 def test_metrics_by_hand_at_k3() -> None:

@@ -31,8 +31,8 @@ def test_reassignment_never_collides_and_keeps_retain_items(seed: int) -> None:
     codes, sizes, forget = _random_case(seed)
     moved = reassign_forget_items(codes, sizes, forget)
     new = moved.apply(codes)
-    assert len(np.unique(new[1:], axis=0)) == len(new) - 1          # every path unique
-    assert np.array_equal(new[~forget], codes[~forget])               # retain rows untouched
+    assert len(np.unique(new[1:], axis=0)) == len(new) - 1  # every path unique
+    assert np.array_equal(new[~forget], codes[~forget])  # retain rows untouched
     assert (new[1:] < np.asarray(sizes)).all() and (new >= 0).all()  # inside the codebooks
     # minimal total sharing cost: brute force over all collision-free assignments' costs = the n_F cheapest
     retain = np.flatnonzero(~forget)[1:]
@@ -44,7 +44,8 @@ def test_reassignment_never_collides_and_keeps_retain_items(seed: int) -> None:
 
 
 def test_a_fresh_level0_code_takes_every_forget_item() -> None:
-    # level-0 code 2 is unused: the forget items (1 and 3, mixed with retain items under codes 0, 1) move there
+    # level-0 code 2 is unused: the forget items (1 and 3, mixed with retain items under codes 0, 1)
+    # move there
     codes = np.array([[0, 0], [0, 0], [0, 1], [1, 0], [1, 1]])
     forget = np.array([False, True, False, True, False])
     moved = reassign_forget_items(codes, (3, 2), forget)
@@ -58,7 +59,7 @@ def test_a_fresh_level0_code_takes_every_forget_item() -> None:
 
 def test_already_exclusive_items_keep_their_paths() -> None:
     codes = np.array([[0, 0], [0, 0], [0, 1], [1, 0], [1, 1]])
-    forget = np.array([False, False, False, True, True])          # items 3, 4 alone under code 1
+    forget = np.array([False, False, False, True, True])  # items 3, 4 alone under code 1
     moved = reassign_forget_items(codes, (2, 2), forget)
     assert moved.moved == 0 and np.array_equal(moved.apply(codes), codes)
 
@@ -73,7 +74,9 @@ def test_too_few_free_paths_and_empty_concepts_are_refused() -> None:
 
 def test_the_reassigned_table_gets_a_new_version_and_fingerprint() -> None:
     codes = np.array([[0, 0], [0, 0], [0, 1], [1, 0], [1, 1]])
-    table = SIDTable(codes=codes, codebook_sizes=(3, 2), fingerprint="abc", settings={"tokenizer": "t"}, stats={})
+    table = SIDTable(
+        codes=codes, codebook_sizes=(3, 2), fingerprint="abc", settings={"tokenizer": "t"}, stats={}
+    )
     new = table.reassigned([1, 3], [[2, 0], [2, 1]], reason="concept: x")
     assert new.version == 1 and table.version == 0
     assert new.fingerprint != table.fingerprint and new.settings["derived_from"] == "abc"
@@ -81,7 +84,7 @@ def test_the_reassigned_table_gets_a_new_version_and_fingerprint() -> None:
     again = SIDTable.from_state_dict(new.state_dict())
     assert again.version == 1 and again.fingerprint == new.fingerprint
     assert new.reassigned([2], [[0, 0]], reason="r").version == 2
-    with pytest.raises(ValueError, match="unique"):        # two items on one path are refused
+    with pytest.raises(ValueError, match="unique"):  # two items on one path are refused
         table.reassigned([1], [[1, 0]], reason="collide")
     with pytest.raises(ValueError, match="distinct"):
         table.reassigned([1, 1], [[2, 0], [2, 1]], reason="dup")

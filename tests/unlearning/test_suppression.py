@@ -17,11 +17,11 @@ def test_share_rule_by_hand() -> None:
     table = np.array([[0, 0], [0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [2, 0]])
     forget = np.array([False, True, True, False, True, False, False])
     # level-0 shares: code 0 -> 2/3, code 1 -> 1/2, code 2 -> 0; nodes (0,0),(0,1),(1,0) -> 1
-    assert suppressed_prefixes(table, forget, 0.5) == [[0], [1, 0]]   # (0,x) children covered by [0]
+    assert suppressed_prefixes(table, forget, 0.5) == [[0], [1, 0]]  # (0,x) children covered by [0]
     assert suppressed_prefixes(table, forget, 0.7) == [[0, 0], [0, 1], [1, 0]]
     assert suppressed_prefixes(table, forget, 0.0) == [[0], [1]]
     hidden = suppressed_items(table, [[0], [1, 0]])
-    assert np.flatnonzero(hidden).tolist() == [1, 2, 3, 4]            # item 3 is collateral (a retain item)
+    assert np.flatnonzero(hidden).tolist() == [1, 2, 3, 4]  # item 3 is collateral (a retain item)
     with pytest.raises(ValueError, match="threshold"):
         suppressed_prefixes(table, forget, 1.0)
 
@@ -44,12 +44,14 @@ def test_masked_tokens_are_masked_in_exact_scoring_and_beam_search(cls, normaliz
     with torch.no_grad():
         before = model.score({"history": history})
         scores = masked.score({"history": history})
-        assert torch.isfinite(scores[:, 1:]).all()                    # the evaluator accepts them
+        assert torch.isfinite(scores[:, 1:]).all()  # the evaluator accepts them
         assert (scores[:, hidden] < -1e8).all() and (scores[:, 1:][:, ~hidden[1:]] > -1e3).all()
-        assert (before[:, hidden] > -1e3).all()                       # the same weights without the mask
-        torch.testing.assert_close(scores, masked.score({"history": history}, cached=False), rtol=0, atol=1e-3)
+        assert (before[:, hidden] > -1e3).all()  # the same weights without the mask
+        torch.testing.assert_close(
+            scores, masked.score({"history": history}, cached=False), rtol=0, atol=1e-3
+        )
         n_open = int((~hidden[1:]).sum())
-        beam = masked.generate(history, k=n_open, beam=64)             # beam >= every inner level: exact
+        beam = masked.generate(history, k=n_open, beam=64)  # beam >= every inner level: exact
         assert not hidden[beam.items].any()
         narrow = masked.generate(history, k=5, beam=5)
         assert not hidden[narrow.items].any()
