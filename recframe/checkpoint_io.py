@@ -101,6 +101,26 @@ def check_checkpoint_file(path: str | Path) -> Path:
     return path
 
 
+def best_checkpoint(path: str | Path) -> Path:
+    """The checkpoint a path names: a file as it is; a run folder (``runs/<name>``, the logger's save_dir and
+    name) as the best-validation ``best-*.ckpt`` of its newest ``version_*`` that has one.
+
+    Raises:
+        CheckpointError: naming ``path`` and what it holds when no best checkpoint is found.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    versions = sorted(path.glob("version_*"), key=lambda v: int(v.name[8:]) if v.name[8:].isdigit() else -1)
+    for version in reversed(versions):
+        found = sorted((version / "checkpoints").glob("best-*.ckpt"), key=lambda f: f.stat().st_mtime)
+        if found:
+            return found[-1]
+    raise CheckpointError(f"run folder {path} holds no best-*.ckpt under version_*/checkpoints/ "
+                          f"(versions: {', '.join(v.name for v in versions) or 'none'}); train it first "
+                          "(`recframe fit --config ...` with this logger name) or pass a checkpoint file.")
+
+
 def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
     """Verify the archive (:func:`verify_checkpoint`), then load with ``weights_only=True``."""
     path = check_checkpoint_file(path)

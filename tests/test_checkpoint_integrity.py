@@ -94,3 +94,25 @@ def test_cli_test_refuses_a_bad_ckpt_path_in_one_line(tmp_path: Path, case: str,
     assert "Traceback" not in err
     line = err.strip().splitlines()[-1]
     assert line.startswith("recframe: error: checkpoint ") and str(path) in line
+
+
+def test_best_checkpoint_of_a_run_folder_is_its_newest_versions_best(tmp_path) -> None:
+    """A file is itself; a run folder gives the best-*.ckpt of its newest version that has one (version_10
+    after version_9, a version with last.ckpt alone skipped); a folder without one is a clear error."""
+    import pytest
+
+    from recframe.checkpoint_io import CheckpointError, best_checkpoint
+
+    run = tmp_path / "runs" / "model"
+    for version, files in {2: ["best-epoch=3-val_ndcg=0.1.ckpt"], 9: ["best-epoch=5-val_ndcg=0.2.ckpt"],
+                           10: ["best-epoch=7-val_ndcg=0.3.ckpt", "last.ckpt"], 11: ["last.ckpt"]}.items():
+        (run / f"version_{version}" / "checkpoints").mkdir(parents=True)
+        for name in files:
+            (run / f"version_{version}" / "checkpoints" / name).write_bytes(b"")
+    assert best_checkpoint(run).name == "best-epoch=7-val_ndcg=0.3.ckpt"
+    assert best_checkpoint(run).parent.parent.name == "version_10"
+    single = run / "version_2" / "checkpoints" / "best-epoch=3-val_ndcg=0.1.ckpt"
+    assert best_checkpoint(single) == single
+    (tmp_path / "empty" / "version_0").mkdir(parents=True)
+    with pytest.raises(CheckpointError, match="holds no best-\\*.ckpt.*version_0"):
+        best_checkpoint(tmp_path / "empty")

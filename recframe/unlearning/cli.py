@@ -3,7 +3,7 @@
 The YAML config (``checkpoint`` and ``concept`` required; an unknown key or a wrong type is refused with a
 message naming it)::
 
-    checkpoint: runs/decoder_collab_ml100k/version_0/checkpoints/best.ckpt
+    checkpoint: runs/decoder_collab_ml100k   # a checkpoint file, or a run folder (its best checkpoint)
     concept: genre == "Horror"            # recframe.unlearning.concepts
     data: {}                              # optional overrides of the checkpoint's stored data settings
     methods:                              # each optional; settings below are the defaults

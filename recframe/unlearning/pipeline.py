@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import yaml
 
-from recframe.checkpoint_io import CheckpointError, atomic_write, load_checkpoint
+from recframe.checkpoint_io import CheckpointError, atomic_write, best_checkpoint, load_checkpoint
 from recframe.data.datamodule import RecDataModule
 from recframe.data.interactions import DataError
 from recframe.unlearning.concepts import Concept
@@ -49,7 +49,10 @@ METHOD_ORDER = ("retrain", "ga", "npo", "suppression", "tracer")
 
 
 def load_generative(path: str | Path) -> tuple[Any, dict[str, Any]]:
-    """A generative model and its checkpoint dict from a ``recframe fit`` checkpoint (``weights_only``)."""
+    """A generative model and its checkpoint dict from a ``recframe fit`` checkpoint (``weights_only``); a run
+    folder (``runs/<name>``) means its best-validation checkpoint
+    (:func:`recframe.checkpoint_io.best_checkpoint`)."""
+    path = best_checkpoint(path)
     ckpt = load_checkpoint(path)
     meta = ckpt.get("recframe") or {}
     class_path = meta.get("model_class")
