@@ -29,7 +29,7 @@ distance to the retrained model (``1 - overlap@10`` of the top-10 lists).
 Usage::
 
     recframe fit --config configs/decoder_collab_ml100k.yaml        # the model to unlearn from
-    recframe unlearn --config configs/unlearn_ml100k_horror.yaml    # set its checkpoint: in the config
+    recframe unlearn --config configs/unlearn_ml100k_horror.yaml    # checkpoint: runs/decoder_collab_ml100k
 
 The config names the checkpoint, the concept and the methods with their settings (see
 :mod:`recframe.unlearning.cli` for every key); the report is printed as a table and written to ``output``,
