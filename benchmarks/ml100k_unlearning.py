@@ -61,8 +61,11 @@ def run(
     checkpoint: str,
     save_root: Path | None,
     eval_batch_size: int,
+    on_concept: Any = None,
 ) -> dict[str, Any]:
-    """Every concept's report on the model of ``checkpoint``."""
+    """Every concept's report on the model of ``checkpoint``; ``on_concept(payload)``, if given, is called
+    with the payload so far after each concept (the benchmark writes its result files there, so a long run
+    keeps every finished concept)."""
     model, ckpt = load_generative(checkpoint)
     data = data_settings(ckpt)
     reports = {}
@@ -81,6 +84,8 @@ def run(
             eval_batch_size=eval_batch_size,
             expect_fingerprint=(ckpt.get("recframe") or {}).get("data_fingerprint"),
         )
+        if on_concept is not None:
+            on_concept({"checkpoint": str(checkpoint), "data": data, "concepts": dict(reports)})
     return {"checkpoint": str(checkpoint), "data": data, "concepts": reports}
 
 
@@ -107,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", help="reuse a trained model's checkpoint instead of fitting")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="runs/unlearning_smoke", help="smoke output folder")
+    parser.add_argument("--concepts", nargs="+", default=list(CONCEPTS), metavar="CONFIG",
+                        help="the concept configs to run (default: both ML-100K concepts)")
     ns = parser.parse_args(argv)
     torch.set_num_threads(ns.threads)
     start = time.perf_counter()
@@ -128,13 +135,22 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint = ns.checkpoint
         if checkpoint is None:
             checkpoint, fit = train_original(config, [])
-        cfgs = [load_config(ROOT / c) for c in CONCEPTS]
+        cfgs = [load_config(ROOT / c) for c in ns.concepts]
         concepts = [(cfg["concept"].text, cfg["methods"]) for cfg in cfgs]
+
+        def save_partial(partial: dict[str, Any]) -> None:
+            from benchmarks.common import write_results
+
+            partial.update(model_config=config, original_fit=fit, partial=True,
+                           seconds=round(time.perf_counter() - start, 1))
+            write_results("ml100k_unlearning", partial, markdown(partial, "Concept unlearning on ML-100K"))
+
         payload = run(
             concepts,
             checkpoint,
             ROOT / "runs" / "ml100k_unlearning",
             int(cfgs[0].get("eval_batch_size") or 64),
+            on_concept=save_partial,
         )
         payload["original_fit"] = fit
     payload.update(
