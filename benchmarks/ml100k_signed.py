@@ -350,7 +350,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.margin_search:
-        md = margin_search(args.rows, MARGIN_WEIGHTS, args.max_time)
+        # the table keeps every row searched before (stored runs are read, not retrained)
+        searched = {json.loads(f.read_text())["row"] for f in MARGIN_SEARCH.glob("*.json")}
+        rows = [row for row in ROWS if row in searched or row in args.rows]
+        md = margin_search(rows, MARGIN_WEIGHTS, args.max_time)
         atomic_write(RESULTS / "ml100k_signed_margin_search.md", lambda fh: fh.write(md.encode()))
         print(md)
         return
