@@ -151,13 +151,18 @@ def choose_margin_weight(base: dict[str, float], found: dict[float, dict[str, fl
     return max(ok, default=None)
 
 
-def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | None) -> str:
+def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | None,
+                  train: tuple[float, ...] | None = None) -> str:
     """Choose ValenceMargin's weight per model on validation alone (seed 0) and return the table.
 
     Each ``ROW + ValenceMargin`` trains at every weight in ``weights``; the chosen weight is the largest whose
     validation Recall@10 stays within :data:`RECALL_BUDGET` of the model without the add-on (its seed-0 run in
     the table, which must exist) while lowering validation disliked/top-10, the issue's criterion read on
     validation. Runs are stored under ``ml100k_signed_margin_search/``; no test number is shown.
+
+    ``train`` (default: all of ``weights``) are the weights this process may train; the others are read when
+    stored (so several processes can each train a part of the grid). A row whose grid is not complete gets
+    no choice.
     """
     MARGIN_SEARCH.mkdir(parents=True, exist_ok=True)
     lines = ["## ValenceMargin weight, chosen on validation (seed 0)", "",
@@ -174,6 +179,8 @@ def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | N
         found = {}
         for weight in weights:
             path = MARGIN_SEARCH / f"{slug(row)}__w{weight:g}.json"
+            if not path.exists() and train is not None and weight not in train:
+                continue
             if not path.exists():
                 print(f"[run] {row} weight {weight:g}", flush=True)
                 result = {"row": row, "weight": weight, **run_one(row, 0, max_time, margin_override(weight),
@@ -181,7 +188,7 @@ def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | N
                 text = json.dumps(result, indent=2, default=str).encode()
                 atomic_write(path, lambda fh, t=text: fh.write(t))
             found[weight] = json.loads(path.read_text())["valid"]
-        chosen = choose_margin_weight(base, found)
+        chosen = choose_margin_weight(base, found) if len(found) == len(weights) else None
         lines.append(f"| {base_row} | 0 | {base['recall@10']:.4f} | 1.00 | "
                      f"{base['disliked_hits@10']:.3f} | |")
         for weight, v in sorted(found.items()):
@@ -344,6 +351,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="override the configs' trainer.max_time (10 minutes), recorded with each run; "
                              "on a loaded machine it lets early stopping end a run as it would when idle")
     parser.add_argument("--render-only", action="store_true")
+    parser.add_argument("--margin-weights", nargs="+", type=float, metavar="W",
+                        help="with --margin-search: train only these weights of the grid (read the others "
+                             "when stored), e.g. to split the search over processes")
     parser.add_argument("--margin-search", action="store_true",
                         help="choose ValenceMargin's weight on validation for the '+ ValenceMargin' rows")
     args = parser.parse_args(argv)
@@ -353,7 +363,11 @@ def main(argv: list[str] | None = None) -> None:
         # the table keeps every row searched before (stored runs are read, not retrained)
         searched = {json.loads(f.read_text())["row"] for f in MARGIN_SEARCH.glob("*.json")}
         rows = [row for row in ROWS if row in searched or row in args.rows]
-        md = margin_search(rows, MARGIN_WEIGHTS, args.max_time)
+        bad = sorted(set(args.margin_weights or ()) - set(MARGIN_WEIGHTS))
+        if bad:
+            parser.error(f"--margin-weights {bad} are not in the grid {list(MARGIN_WEIGHTS)}")
+        md = margin_search(rows, MARGIN_WEIGHTS, args.max_time,
+                           tuple(args.margin_weights) if args.margin_weights else None)
         atomic_write(RESULTS / "ml100k_signed_margin_search.md", lambda fh: fh.write(md.encode()))
         print(md)
         return

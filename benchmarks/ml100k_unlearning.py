@@ -62,10 +62,12 @@ def run(
     save_root: Path | None,
     eval_batch_size: int,
     on_concept: Any = None,
+    reuse_retrain: bool = False,
 ) -> dict[str, Any]:
     """Every concept's report on the model of ``checkpoint``; ``on_concept(payload)``, if given, is called
     with the payload so far after each concept (the benchmark writes its result files there, so a long run
-    keeps every finished concept)."""
+    keeps every finished concept). ``reuse_retrain``: a concept's retrained reference stored by an earlier run
+    (``<save_root>/<concept>/retrain.ckpt``) is loaded instead of trained again."""
     model, ckpt = load_generative(checkpoint)
     data = data_settings(ckpt)
     reports = {}
@@ -74,6 +76,10 @@ def run(
         save = None if save_root is None else save_root / slug
         if save is not None:
             save.mkdir(parents=True, exist_ok=True)
+        reuse = None
+        if reuse_retrain and save is not None and (save / "retrain.ckpt").exists():
+            print(f"{text}: reusing the retrained reference {save / 'retrain.ckpt'}", flush=True)
+            reuse = {"retrain": load_generative(save / "retrain.ckpt")[0]}
         reports[text] = run_unlearning(
             model,
             ckpt,
@@ -83,6 +89,7 @@ def run(
             save_dir=save,
             eval_batch_size=eval_batch_size,
             expect_fingerprint=(ckpt.get("recframe") or {}).get("data_fingerprint"),
+            reuse=reuse,
         )
         if on_concept is not None:
             on_concept({"checkpoint": str(checkpoint), "data": data, "concepts": dict(reports)})
@@ -114,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/unlearning_smoke", help="smoke output folder")
     parser.add_argument("--concepts", nargs="+", default=list(CONCEPTS), metavar="CONFIG",
                         help="the concept configs to run (default: both ML-100K concepts)")
+    parser.add_argument("--methods", nargs="+", metavar="NAME",
+                        help="run only these of the configs' methods (e.g. `retrain` alone on a GPU)")
+    parser.add_argument("--reuse-retrain", action="store_true",
+                        help="load each concept's retrained reference from runs/ml100k_unlearning/<concept>/ "
+                             "when an earlier run stored it, instead of training it again")
     ns = parser.parse_args(argv)
     torch.set_num_threads(ns.threads)
     start = time.perf_counter()
@@ -137,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint, fit = train_original(config, [])
         cfgs = [load_config(ROOT / c) for c in ns.concepts]
         concepts = [(cfg["concept"].text, cfg["methods"]) for cfg in cfgs]
+        if ns.methods:
+            unknown = sorted(set(ns.methods) - {m for _, methods in concepts for m in methods})
+            if unknown:
+                parser.error(f"--methods {unknown}: not in the concept configs' methods")
+            concepts = [(text, {m: v for m, v in methods.items() if m in ns.methods})
+                        for text, methods in concepts]
 
         def save_partial(partial: dict[str, Any]) -> None:
             from benchmarks.common import write_results
@@ -151,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             ROOT / "runs" / "ml100k_unlearning",
             int(cfgs[0].get("eval_batch_size") or 64),
             on_concept=save_partial,
+            reuse_retrain=ns.reuse_retrain,
         )
         payload["original_fit"] = fit
     payload.update(

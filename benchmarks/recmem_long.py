@@ -59,6 +59,7 @@ from recframe.metrics import FullRankingEvaluator
 from recframe.metrics.ranking import target_ranks
 from recframe.models.recmem import RecMem, RecMemStream, rollout_sensitivity
 from recframe.models.sasrec import SASRec
+from recframe.runs import device_name
 
 KS = [10, 20, 50, 100, 200]
 RUNS = RESULTS / "recmem_long"
@@ -134,12 +135,13 @@ def evaluate(model: Any, dm: RecDataModule, stage: str, keep: np.ndarray) -> tup
     model.eval()
     ev = FullRankingEvaluator(dm.n_items, ks=KS, metrics=("recall", "ndcg"), relevance="all")
     ranks: dict[int, int] = {}
+    device = next(model.parameters()).device  # a GPU-trained model scores on its device; metrics on the CPU
     for batch in dm.eval_view(stage).batches():
         sel = torch.from_numpy(keep[batch["users"].numpy()])
         if not sel.any():
             continue
         batch = {k: v[sel] for k, v in batch.items()}
-        scores = model.score(batch)
+        scores = model.score({k: v.to(device) for k, v in batch.items()}).float().cpu()
         ev.update(scores, batch["targets"], batch["labels"], batch["seen"], model_name=type(model).__name__)
         r, _ = target_ranks(scores, batch["targets"], batch["labels"], batch["seen"])
         ranks.update(zip(batch["users"].tolist(), r[:, 0].tolist()))
@@ -196,6 +198,7 @@ def run_accuracy(data: str, name: str, seed: int, epochs: int | None) -> dict[st
                     "best_epoch": cb.best[1],
                     "valid_recall@50": cb.best[0], "curve": cb.curve, "train_seconds": train_s,
                     "epochs_trained": len(cb.curve), "max_epochs": max_epochs, "finished": finished,
+                    "device": device_name(next(module.parameters()).device),
                     "users": int(keep.sum()), "decoder_tokens": tokens, "mean_history": float(lengths.mean()),
                     "fingerprint": dm.fingerprint, "ranks": {str(u): int(r) for u, r in ranks.items()}})
         save(f"acc_{data}_{name}_seed{seed}", out)

@@ -57,8 +57,12 @@ def fit_and_test(
             "the result marks with selected_by_validation=False", config)
     val = trainer.validate(model, dm, ckpt_path=best, verbose=False)[0]
     test = trainer.test(model, dm, ckpt_path=best, verbose=False)[0]
-    extra_results = after_test(model.eval(), dm) if after_test is not None else {}
+    # on the CPU: the hook's batches come from the datamodule's loaders, which the trainer moved for its own
+    # loops only (a GPU-trained model would otherwise meet CPU tensors)
+    device = trainer.strategy.root_device
+    extra_results = after_test(model.cpu().eval(), dm) if after_test is not None else {}
     return {
+        "device": device_name(device),
         "config": _shown(config),
         "overrides": list(extra or []),
         "train_seconds": round(train_s, 1),
@@ -74,6 +78,16 @@ def fit_and_test(
         "test": {k[len("test/"):]: v for k, v in test.items() if k.startswith("test/")},
         **extra_results,
     }
+
+
+def device_name(device: Any) -> str:
+    """``cpu``, or the accelerator's name (``cuda:0 NVIDIA ...``): results trained on a GPU say so."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        return f"{device} {torch.cuda.get_device_name(device)}"
+    return str(device)
 
 
 def _train_timer(trainer: Any) -> Any:
