@@ -50,6 +50,9 @@ RUN_LOGS = Path("runs")
 MARGIN_SEARCH = RESULTS / "ml100k_signed_margin_search"
 #: the ValenceMargin weights --margin-search tries, and the share of Recall@10 the chosen one must keep
 MARGIN_WEIGHTS = (0.01, 0.03, 0.1, 0.3)
+#: tried next, for a model none of whose MARGIN_WEIGHTS keeps the budget (the grid continues downward in the
+#: same steps of about 3x: a model whose scores span a wider range needs a smaller weight)
+MARGIN_WEIGHTS_LOW = (0.001, 0.003)
 RECALL_BUDGET = 0.95
 ROWS: dict[str, str] = {
     "Popularity": "popularity_ml100k.yaml",
@@ -162,7 +165,8 @@ def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | N
 
     ``train`` (default: all of ``weights``) are the weights this process may train; the others are read when
     stored (so several processes can each train a part of the grid). A row whose grid is not complete gets
-    no choice.
+    no choice. A row for which no weight of the complete grid qualifies continues with
+    :data:`MARGIN_WEIGHTS_LOW`.
     """
     MARGIN_SEARCH.mkdir(parents=True, exist_ok=True)
     lines = ["## ValenceMargin weight, chosen on validation (seed 0)", "",
@@ -176,19 +180,26 @@ def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | N
             raise SystemExit(f"{row}: needs a '+ ValenceMargin' row whose base row has a seed-0 run "
                              f"({run_file(base_row, 0).name}); run it first")
         base = json.loads(run_file(base_row, 0).read_text())["valid"]
-        found = {}
-        for weight in weights:
-            path = MARGIN_SEARCH / f"{slug(row)}__w{weight:g}.json"
-            if not path.exists() and train is not None and weight not in train:
-                continue
-            if not path.exists():
-                print(f"[run] {row} weight {weight:g}", flush=True)
-                result = {"row": row, "weight": weight, **run_one(row, 0, max_time, margin_override(weight),
-                                                                  f"signedsearch_{path.stem}", probe=False)}
-                text = json.dumps(result, indent=2, default=str).encode()
-                atomic_write(path, lambda fh, t=text: fh.write(t))
-            found[weight] = json.loads(path.read_text())["valid"]
-        chosen = choose_margin_weight(base, found) if len(found) == len(weights) else None
+        found: dict[float, dict[str, float]] = {}
+        chosen, grid = None, tuple(weights)
+        for extension in (tuple(weights), MARGIN_WEIGHTS_LOW):
+            if extension is MARGIN_WEIGHTS_LOW:
+                if chosen is not None or len(found) < len(grid):
+                    break  # a weight was chosen, or the grid so far is not complete: no extension
+                grid = grid + extension
+            for weight in extension:
+                path = MARGIN_SEARCH / f"{slug(row)}__w{weight:g}.json"
+                if not path.exists() and train is not None and weight not in train:
+                    continue
+                if not path.exists():
+                    print(f"[run] {row} weight {weight:g}", flush=True)
+                    result = {"row": row, "weight": weight,
+                              **run_one(row, 0, max_time, margin_override(weight),
+                                        f"signedsearch_{path.stem}", probe=False)}
+                    text = json.dumps(result, indent=2, default=str).encode()
+                    atomic_write(path, lambda fh, t=text: fh.write(t))
+                found[weight] = json.loads(path.read_text())["valid"]
+            chosen = choose_margin_weight(base, found) if len(found) == len(grid) else None
         lines.append(f"| {base_row} | 0 | {base['recall@10']:.4f} | 1.00 | "
                      f"{base['disliked_hits@10']:.3f} | |")
         for weight, v in sorted(found.items()):
@@ -363,9 +374,10 @@ def main(argv: list[str] | None = None) -> None:
         # the table keeps every row searched before (stored runs are read, not retrained)
         searched = {json.loads(f.read_text())["row"] for f in MARGIN_SEARCH.glob("*.json")}
         rows = [row for row in ROWS if row in searched or row in args.rows]
-        bad = sorted(set(args.margin_weights or ()) - set(MARGIN_WEIGHTS))
+        bad = sorted(set(args.margin_weights or ()) - set(MARGIN_WEIGHTS) - set(MARGIN_WEIGHTS_LOW))
         if bad:
-            parser.error(f"--margin-weights {bad} are not in the grid {list(MARGIN_WEIGHTS)}")
+            grid = list(MARGIN_WEIGHTS_LOW + MARGIN_WEIGHTS)
+            parser.error(f"--margin-weights {bad} are not in the grid {grid}")
         md = margin_search(rows, MARGIN_WEIGHTS, args.max_time,
                            tuple(args.margin_weights) if args.margin_weights else None)
         atomic_write(RESULTS / "ml100k_signed_margin_search.md", lambda fh: fh.write(md.encode()))

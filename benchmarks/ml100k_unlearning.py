@@ -32,6 +32,7 @@ from recframe.checkpoint_io import atomic_write
 from recframe.unlearning.cli import load_config
 from recframe.unlearning.concepts import parse_concept
 from recframe.unlearning.pipeline import data_settings, load_generative, report_table, run_unlearning
+from recframe.unlearning.selection import EXPOSURE_FLOOR, choose_settings, expand_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_CONFIG = "configs/decoder_collab_ml100k.yaml"
@@ -44,6 +45,18 @@ SMOKE_METHODS = {
     "tracer": {"steps": 5, "batch_size": 16, "lr": 1e-3},
 }
 SMOKE_CONCEPTS = ('genre == "Horror"', "year < 1990")
+#: ``--tune``: each method's settings tried on validation (recframe.unlearning.selection chooses one); the
+#: learning rate is the fine-tuning methods' main knob (a factor of ~3 around the configs' 1e-4), the masking
+#: threshold suppression's; ``tracer@no_reassign`` is TRACER without its code reassignment, tuned alike
+LRS = ({"lr": 3e-5}, {"lr": 1e-4}, {"lr": 3e-4})
+TUNE_GRID: dict[str, tuple[dict[str, Any], ...]] = {
+    "ga": LRS,
+    "npo": LRS,
+    "suppression": ({"threshold": 0.3}, {"threshold": 0.5}, {"threshold": 0.7}),
+    "tracer": LRS,
+    "tracer@no_reassign": LRS,
+}
+TUNE_EXTRA = {"tracer@no_reassign": {"reassign": False}}
 
 
 def train_original(config: str, extra: list[str]) -> tuple[str, dict[str, Any]]:
@@ -63,6 +76,7 @@ def run(
     eval_batch_size: int,
     on_concept: Any = None,
     reuse_retrain: bool = False,
+    stages: tuple[str, ...] = ("test",),
 ) -> dict[str, Any]:
     """Every concept's report on the model of ``checkpoint``; ``on_concept(payload)``, if given, is called
     with the payload so far after each concept (the benchmark writes its result files there, so a long run
@@ -90,7 +104,10 @@ def run(
             eval_batch_size=eval_batch_size,
             expect_fingerprint=(ckpt.get("recframe") or {}).get("data_fingerprint"),
             reuse=reuse,
+            stages=stages,
         )
+        if "valid" in stages:
+            reports[text]["choice"] = choose_settings(reports[text]["rows_by_stage"]["valid"])
         if on_concept is not None:
             on_concept({"checkpoint": str(checkpoint), "data": data, "concepts": dict(reports)})
     return {"checkpoint": str(checkpoint), "data": data, "concepts": reports}
@@ -113,6 +130,48 @@ def markdown(payload: dict[str, Any], title: str) -> str:
     return "\n".join(lines)
 
 
+def tune_methods(methods: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A concept config's ``methods`` expanded into the validation grid of ``--tune``."""
+    return expand_grid({**methods, **TUNE_EXTRA}, TUNE_GRID)
+
+
+def tuned_markdown(payload: dict[str, Any]) -> str:
+    """The validation grid (validation numbers only) and the chosen variants' test rows, per concept."""
+    cols = ["exposure@10", "forget_recall@10", "retain_ndcg@10", "retain_ndcg@10_rel",
+            "distance_to_retrain@10"]
+    head = "| method | setting | " + " | ".join(cols) + " |\n" + "|---" * (len(cols) + 2) + "|"
+
+    def cells(row: dict[str, Any]) -> str:
+        return " | ".join(f"{row[c]:.4f}" if isinstance(row.get(c), float) else "–" for c in cols)
+
+    lines = [
+        "# Concept unlearning on ML-100K, every method's settings chosen on validation\n",
+        f"Model: `{payload['model_config']}` (seed 0). Grid: {json.dumps(TUNE_GRID)}; rule "
+        f"(`recframe.unlearning.selection`): among the settings whose validation exposure@10 is at most "
+        f"max(retrain's, {EXPOSURE_FLOOR:g} x original's), the highest validation retain NDCG@10 (else the "
+        "lowest exposure). Test rows are the chosen settings'; distance = 1 - overlap@10 with the retrained "
+        "model.\n",
+    ]
+    for text, report in payload["concepts"].items():
+        valid, test = report["rows_by_stage"]["valid"], report["rows_by_stage"]["test"]
+        chosen = {c["chosen"]: family for family, c in report["choice"].items()}
+        lines += [f"## Concept `{text}` ({report['details']['forget_items']} items)\n",
+                  "Validation (the grid):\n", head]
+        for name, row in valid.items():
+            family, _, setting = name.rpartition("@") if "@" in name else (name, "", "")
+            mark = " **chosen**" if name in chosen else ""
+            lines.append(f"| {family or name} | {setting}{mark} | {cells(row)} |")
+        lines += ["", "Test (original, retrain reference and each method at its chosen setting):\n", head]
+        for name, row in test.items():
+            if name in ("original", "retrain") or name in chosen:
+                family, _, setting = name.rpartition("@") if "@" in name else (name, "", "")
+                eligible = name not in chosen or report["choice"][chosen[name]]["eligible"]
+                flag = "" if eligible else " (none eligible)"
+                lines.append(f"| {family or name} | {setting}{flag} | {cells(row)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="tiny synthetic run (seconds)")
@@ -123,12 +182,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="the concept configs to run (default: both ML-100K concepts)")
     parser.add_argument("--methods", nargs="+", metavar="NAME",
                         help="run only these of the configs' methods (e.g. `retrain` alone on a GPU)")
+    parser.add_argument("--tune", action="store_true",
+                        help="choose every method's setting on validation (TUNE_GRID) and report the chosen "
+                             "settings' test rows (writes ml100k_unlearning_tuned.{json,md})")
+    parser.add_argument("--results", metavar="NAME",
+                        help="result file name under benchmarks/results (default ml100k_unlearning, with "
+                             "--tune ml100k_unlearning_tuned); e.g. one per concept run in parallel")
     parser.add_argument("--reuse-retrain", action="store_true",
                         help="load each concept's retrained reference from runs/ml100k_unlearning/<concept>/ "
                              "when an earlier run stored it, instead of training it again")
     ns = parser.parse_args(argv)
     torch.set_num_threads(ns.threads)
     start = time.perf_counter()
+    name = ns.results or ("ml100k_unlearning_tuned" if ns.tune else "ml100k_unlearning")
+    stages = ("valid", "test") if ns.tune else ("test",)
+
+    def render(payload: dict[str, Any]) -> str:
+        if ns.tune:
+            return tuned_markdown(payload)
+        return markdown(payload, "Concept unlearning" + (" (smoke: synthetic data, tiny model)" if ns.smoke
+                                                          else " on ML-100K"))
     if ns.smoke:
         out = Path(ns.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -139,8 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                 config, ["--trainer.max_epochs", "2", "--trainer.logger.init_args.save_dir", str(out / "fit")]
             )[0]
         )
-        concepts = [(text, SMOKE_METHODS) for text in SMOKE_CONCEPTS]
-        payload = run(concepts, checkpoint, None, 256)
+        methods = tune_methods(SMOKE_METHODS) if ns.tune else SMOKE_METHODS
+        payload = run([(text, methods) for text in SMOKE_CONCEPTS], checkpoint, None, 256, stages=stages)
     else:
         config = MODEL_CONFIG
         fit = None
@@ -156,12 +229,15 @@ def main(argv: list[str] | None = None) -> int:
             concepts = [(text, {m: v for m, v in methods.items() if m in ns.methods})
                         for text, methods in concepts]
 
+        if ns.tune:
+            concepts = [(text, tune_methods(methods)) for text, methods in concepts]
+
         def save_partial(partial: dict[str, Any]) -> None:
             from benchmarks.common import write_results
 
             partial.update(model_config=config, original_fit=fit, partial=True,
                            seconds=round(time.perf_counter() - start, 1))
-            write_results("ml100k_unlearning", partial, markdown(partial, "Concept unlearning on ML-100K"))
+            write_results(name, partial, render(partial))
 
         payload = run(
             concepts,
@@ -170,27 +246,28 @@ def main(argv: list[str] | None = None) -> int:
             int(cfgs[0].get("eval_batch_size") or 64),
             on_concept=save_partial,
             reuse_retrain=ns.reuse_retrain,
+            stages=stages,
         )
         payload["original_fit"] = fit
     payload.update(
         {
             "model_config": config,
             "seconds": round(time.perf_counter() - start, 1),
-            "command": "python -m benchmarks.ml100k_unlearning" + (" --smoke" if ns.smoke else ""),
+            "command": "python -m benchmarks.ml100k_unlearning" + (" --smoke" if ns.smoke else "")
+            + (" --tune" if ns.tune else ""),
         }
     )
-    title = "Concept unlearning" + (" (smoke: synthetic data, tiny model)" if ns.smoke else " on ML-100K")
-    md = markdown(payload, title)
+    md = render(payload)
     if ns.smoke:
         atomic_write(
-            out / "ml100k_unlearning.json",
+            out / f"{name}.json",
             lambda fh: fh.write(json.dumps(payload, indent=2, default=str).encode()),
         )
-        atomic_write(out / "ml100k_unlearning.md", lambda fh: fh.write(md.encode()))
+        atomic_write(out / f"{name}.md", lambda fh: fh.write(md.encode()))
     else:
         from benchmarks.common import write_results
 
-        write_results("ml100k_unlearning", payload, md)
+        write_results(name, payload, md)
     print(md)
     return 0
 

@@ -12,6 +12,7 @@ message naming it)::
       npo: {beta: 0.1, steps: 100, ...}   # plus the ga keys
       suppression: {threshold: 0.5, penalty: -1.0e+9}
       tracer: {coherence_weight: 1.0, representation_weight: 1.0, reassign: true, steps: 100, ...}
+      tracer@no_reassign: {reassign: false}  # NAME@LABEL: another setting of a method, its own row
     eval_batch_size: 256
     save_dir: runs/unlearn_horror         # unlearned checkpoints (<method>.ckpt); optional
     output: runs/unlearn_horror.json      # the report; optional
@@ -98,13 +99,16 @@ def load_config(source: str | Path | dict[str, Any]) -> dict[str, Any]:
     methods = raw.get("methods") or {"suppression": {}, "tracer": {}}
     known = _method_keys()
     for name, settings in methods.items():
-        if name not in known:
-            raise DataError(f"methods.{name}: unknown method; choose from {sorted(known)}")
+        kind = name.split("@", 1)[0]  # NAME@LABEL: a variant of NAME (recframe.unlearning.pipeline)
+        if kind not in known:
+            raise DataError(
+                f"methods.{name}: unknown method; choose from {sorted(known)} (or NAME@LABEL for a variant)"
+            )
         if settings is not None and not isinstance(settings, dict):
             raise DataError(f"methods.{name}: expected a mapping of settings, got {settings!r}")
         for key in settings or {}:
-            if key not in known[name]:
-                raise DataError(f"methods.{name}.{key}: unknown setting; {name} takes {known[name]}")
+            if key not in known[kind]:
+                raise DataError(f"methods.{name}.{key}: unknown setting; {kind} takes {known[kind]}")
     raw["methods"] = {k: dict(v or {}) for k, v in methods.items()}
     return raw
 

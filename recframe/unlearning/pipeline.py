@@ -18,7 +18,7 @@ import importlib
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -108,18 +108,38 @@ def forget_mask(concept: Concept, dm: RecDataModule) -> np.ndarray:
     return mask
 
 
-def test_batches(dm: RecDataModule, batch_size: int = 256) -> Iterator[dict[str, torch.Tensor]]:
-    """The test cases of ``dm`` in user chunks, as the evaluator receives them."""
-    es = dm.eval_set("test")
+def test_batches(
+    dm: RecDataModule, batch_size: int = 256, stage: Literal["valid", "test"] = "test"
+) -> Iterator[dict[str, torch.Tensor]]:
+    """The test (or validation) cases of ``dm`` in user chunks, as the evaluator receives them."""
+    es = dm.eval_set(stage)
     for start in range(0, len(es.users), batch_size):
         yield es.batch(list(range(start, min(start + batch_size, len(es.users)))), dm.max_len)
 
 
-def _evaluate(model: Any, dm: RecDataModule, forget: np.ndarray, batch_size: int) -> UnlearningMetrics:
+def _evaluate(
+    model: Any,
+    dm: RecDataModule,
+    forget: np.ndarray,
+    batch_size: int,
+    stage: Literal["valid", "test"] = "test",
+) -> UnlearningMetrics:
     model.eval()
     return evaluate_unlearning(
-        lambda b: model.score({"history": b["history"]}), test_batches(dm, batch_size), forget
+        lambda b: model.score({"history": b["history"]}), test_batches(dm, batch_size, stage), forget
     )
+
+
+def method_kind(name: str) -> str:
+    """The method a config entry runs: its name up to an ``@`` (``ga@lr=3e-05`` is a ``ga`` variant, so one
+    run can hold several settings of a method, e.g. a validation grid)."""
+    kind = name.split("@", 1)[0]
+    if kind not in METHOD_ORDER:
+        raise DataError(
+            f"unknown unlearning method {name!r} under methods:; use {', '.join(METHOD_ORDER)} "
+            "(optionally NAME@LABEL for a variant)"
+        )
+    return kind
 
 
 def save_unlearned(model: Any, ckpt: dict[str, Any], path: str | Path, info: dict[str, Any]) -> Path:
@@ -154,12 +174,17 @@ def run_unlearning(
     log: Callable[[str], None] = print,
     reuse: dict[str, Any] | None = None,
     expect_fingerprint: str | None = None,
+    stages: tuple[Literal["valid", "test"], ...] = ("test",),
 ) -> dict[str, Any]:
     """Run ``methods`` (module docstring) on ``model`` for ``concept``; the report dict.
 
-    ``reuse`` may hold an already trained retrain reference under ``"retrain"`` (the benchmark keeps one
-    per concept). Unlearned models are saved under ``save_dir`` when given. ``expect_fingerprint`` (the
-    checkpoint's data fingerprint) refuses data other than the model was trained on.
+    ``methods`` maps a method name, or a variant ``NAME@LABEL`` (:func:`method_kind`), to its settings; they
+    run in :data:`METHOD_ORDER` of their kinds, variants in the given order. ``reuse`` may hold an already
+    trained retrain reference under ``"retrain"`` (the benchmark keeps one per concept). Unlearned models are
+    saved under ``save_dir`` when given. ``expect_fingerprint`` (the checkpoint's data fingerprint) refuses
+    data other than the model was trained on. ``stages``: the splits every model is scored on; the report's
+    ``rows`` are the test rows when ``"test"`` is among them, and each stage's rows are under
+    ``rows_by_stage`` (a validation grid chooses settings on ``"valid"`` alone).
     """
     dm = RecDataModule(**data)
     if expect_fingerprint and dm.fingerprint != expect_fingerprint:
@@ -167,33 +192,38 @@ def run_unlearning(
             f"the checkpoint was trained on data with fingerprint {expect_fingerprint}, but these data "
             f"settings give {dm.fingerprint}; remove the data: overrides that change the data."
         )
+    order = sorted(methods, key=lambda n: METHOD_ORDER.index(method_kind(n)))
     forget = forget_mask(concept, dm)
     log(f"concept {concept.text!r}: {int(forget.sum())} forget items of {dm.n_items}")
     examples = Examples.from_histories(dm.split.train.histories, dm.max_len)
     f_ex, r_ex = examples.split(forget)
-    rows: dict[str, dict[str, Any]] = {}
     details: dict[str, Any] = {
         "forget_items": int(forget.sum()),
         "forget_examples": len(f_ex),
         "retain_examples": len(r_ex),
     }
+
+    def evaluate(m: Any) -> dict[str, UnlearningMetrics]:
+        return {stage: _evaluate(m, dm, forget, eval_batch_size, stage) for stage in stages}
+
     t0 = time.perf_counter()
-    original = _evaluate(model, dm, forget, eval_batch_size)
-    results: dict[str, tuple[UnlearningMetrics, float]] = {"original": (original, time.perf_counter() - t0)}
-    for name in METHOD_ORDER:
-        if name not in methods:
-            continue
+    original = evaluate(model)
+    results: dict[str, tuple[dict[str, UnlearningMetrics], float]] = {
+        "original": (original, time.perf_counter() - t0)
+    }
+    for name in order:
+        kind = method_kind(name)
         cfg = dict(methods[name] or {})
         log(f"{name} ...")
         start = time.perf_counter()
         info: dict[str, Any] = {}
-        if name == "retrain":
+        if kind == "retrain":
             unlearned = (reuse or {}).get("retrain")
             if unlearned is None:
                 unlearned = retrain_without(
                     model, data, np.flatnonzero(forget), RetrainSettings(**cfg), workdir=save_dir
                 )
-        elif name == "suppression":
+        elif kind == "suppression":
             threshold = float(cfg.pop("threshold", 0.5))
             codes = model.backbone.codes.cpu().numpy()
             prefixes = suppressed_prefixes(codes, forget, threshold)
@@ -205,10 +235,10 @@ def run_unlearning(
                 "hidden_forget_items": int((hidden & forget).sum()),
                 "hidden_retain_items": int((hidden & ~forget).sum()),
             }
-        elif name in ("ga", "npo"):
+        elif kind in ("ga", "npo"):
             beta = float(cfg.pop("beta", 0.1))
             settings = FinetuneSettings(**cfg)
-            if name == "ga":
+            if kind == "ga":
                 unlearned, info = run_ga(model, f_ex, r_ex, settings)
             else:
                 unlearned, info = run_npo(model, f_ex, r_ex, settings, beta=beta)
@@ -226,22 +256,29 @@ def run_unlearning(
                 reason=f"concept: {concept.text}",
             )
         seconds = time.perf_counter() - start
-        metrics = _evaluate(unlearned, dm, forget, eval_batch_size)
+        metrics = evaluate(unlearned)
         results[name] = (metrics, seconds)
-        details[name] = _plain(info)
+        details[name] = {"settings": dict(methods[name] or {}), **_plain(info)}
         if save_dir is not None:
-            path = Path(save_dir) / f"{name}.ckpt"
+            path = Path(save_dir) / f"{name.replace('@', '__')}.ckpt"
             save_unlearned(unlearned, ckpt, path, {"method": name, "concept": concept.text, **_plain(info)})
             details[name]["checkpoint"] = str(path)
-        log(f"{name}: {metrics.row(original)} ({seconds:.0f} s)")
-    retrain = results.get("retrain", (None, 0.0))[0]
-    for name, (metrics, seconds) in results.items():
-        rows[name] = {**metrics.row(original, retrain), "seconds": round(seconds, 1)}
+        log(f"{name}: {metrics[stages[-1]].row(original[stages[-1]])} ({seconds:.0f} s)")
+    by_stage: dict[str, dict[str, dict[str, Any]]] = {}
+    for stage in stages:
+        retrain = results["retrain"][0][stage] if "retrain" in results else None
+        by_stage[stage] = {
+            name: {**metrics[stage].row(original[stage], retrain), "seconds": round(seconds, 1)}
+            for name, (metrics, seconds) in results.items()
+        }
+    report_stage = "test" if "test" in stages else stages[0]
     return {
         "concept": concept.text,
-        "rows": rows,
+        "rows": by_stage[report_stage],
+        "rows_by_stage": by_stage,
         "details": details,
-        "test_cases": {"forget": original.n_forget_cases, "retain": original.n_retain_cases},
+        "test_cases": {"forget": original[report_stage].n_forget_cases,
+                       "retain": original[report_stage].n_retain_cases},
     }
 
 

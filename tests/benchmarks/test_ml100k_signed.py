@@ -76,3 +76,37 @@ def test_margin_weight_choice_keeps_recall_and_lowers_disliked_hits() -> None:
     assert choose_margin_weight(base, {0.3: found[0.3]}) is None
     addon = json.loads(margin_override(0.03)[1])[0]
     assert addon["init_args"] == {"weight": 0.03, "margin": 1.0}
+
+
+def test_margin_search_continues_downward_only_when_no_weight_qualifies(tmp_path: Path, monkeypatch) -> None:
+    import benchmarks.ml100k_signed as signed
+
+    monkeypatch.setattr(signed, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(signed, "MARGIN_SEARCH", tmp_path / "search")
+    (tmp_path / "runs").mkdir()
+    for row in ("BPR-MF", "SASRec"):
+        base = {"valid": {"recall@10": 0.10, "disliked_hits@10": 0.08}}
+        signed.run_file(row, 0).write_text(json.dumps(base))
+    trained: list[tuple[str, float]] = []
+
+    def fake_run_one(row, seed, max_time, extra, name, probe):
+        weight = json.loads(extra[1])[0]["init_args"]["weight"]
+        trained.append((row, weight))
+        # BPR-MF keeps its recall up to 0.1; SASRec loses 10 % even at 0.01 and keeps it only at 0.001
+        keeps = weight <= (0.1 if row.startswith("BPR") else 0.001)
+        return {"valid": {"recall@10": 0.099 if keeps else 0.05, "disliked_hits@10": 0.05}}
+
+    monkeypatch.setattr(signed, "run_one", fake_run_one)
+    rows = ["BPR-MF + ValenceMargin", "SASRec + ValenceMargin"]
+    md = signed.margin_search(rows, signed.MARGIN_WEIGHTS, None)
+    low = signed.MARGIN_WEIGHTS_LOW
+    assert {w for r, w in trained if r.startswith("BPR")} == set(signed.MARGIN_WEIGHTS)
+    assert {w for r, w in trained if r.startswith("SASRec")} == set(signed.MARGIN_WEIGHTS + low)
+    chosen = [line for line in md.splitlines() if "**chosen**" in line]
+    assert [line.split("|")[2].strip() for line in chosen] == ["0.1", "0.001"]
+    # a process that may train only part of the grid leaves the row without a choice (and no extension)
+    trained.clear()
+    for f in (tmp_path / "search").glob("SASRec*w0.3.json"):
+        f.unlink()
+    md = signed.margin_search(["SASRec + ValenceMargin"], signed.MARGIN_WEIGHTS, None, train=(0.001,))
+    assert trained == [] and "**chosen**" not in md

@@ -160,3 +160,19 @@ def test_an_unknown_concept_field_is_one_line_and_exit_2(tmp_path, capsys) -> No
     with pytest.raises(SystemExit):
         recframe_main(["unlearn", "--config", str(tmp_path / "bad2.yaml")])
     assert "methods.tracer.stepz: unknown setting" in capsys.readouterr().err
+
+
+def test_variants_run_as_their_own_rows_on_validation_and_test(trained) -> None:
+    model, data = trained
+    methods = {"suppression@threshold=0.5": {"threshold": 0.5}, "tracer@no_reassign": {"steps": 5, "lr": 1e-3,
+                                                                                        "reassign": False}}
+    report = run_unlearning(model, {}, data, parse_concept('genre == "Horror"'), methods, log=lambda _: None,
+                            stages=("valid", "test"))
+    assert set(report["rows_by_stage"]) == {"valid", "test"}
+    assert report["rows"] is report["rows_by_stage"]["test"]
+    assert list(report["rows"]) == ["original", "suppression@threshold=0.5", "tracer@no_reassign"]
+    valid, test = report["rows_by_stage"]["valid"], report["rows_by_stage"]["test"]
+    assert valid["original"]["exposure@10"] != test["original"]["exposure@10"]  # other users' lists
+    assert valid["suppression@threshold=0.5"]["exposure@10"] == 0.0
+    details = report["details"]["tracer@no_reassign"]
+    assert details["settings"]["reassign"] is False and details["moved_items"] == 0  # codes untouched
