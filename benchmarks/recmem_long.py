@@ -416,9 +416,14 @@ def render() -> int:
                 cells.append(f"{v.mean():.4f}" + (f" ± {v.std(ddof=1):.4f}" if len(v) > 1 else ""))
             trained = ", ".join(f"{r['epochs_trained']}/{r['max_epochs']} ({r['best_epoch'] + 1})"
                                 + ("" if r["finished"] else " cut") for r in rs)
+            gpu = " †" if any(str(r.get("device", "cpu")).startswith("cuda") for r in rs) else ""
             md.append(f"| {model} | {len(rs)} | {np.mean([r['decoder_tokens'] for r in rs]):.1f} | "
-                      + " | ".join(cells) + f" | {np.mean([r['train_seconds'] for r in rs]):.0f} | "
+                      + " | ".join(cells) + f" | {np.mean([r['train_seconds'] for r in rs]):.0f}{gpu} | "
                       f"{trained} |")
+        devices = sorted({str(r["device"]) for r in sel if str(r.get("device", "cpu")).startswith("cuda")})
+        if devices:
+            md.append(f"\n† trained on a GPU ({', '.join(devices)}; the run's JSON names it): its train s is "
+                      "not comparable with CPU timings.")
         claims = []
         rec = by_model.get("RecMem")
         ranks = {m: _ranks(rs) for m, rs in by_model.items()}
@@ -427,19 +432,23 @@ def render() -> int:
             keep = [np.mean([r["test"][f"recall@{k}"] for r in rec]) / np.mean([r["test"][f"recall@{k}"]
                                                                                   for r in full]) for k in KS]
             fewer = np.mean([r["decoder_tokens"] for r in full]) / np.mean([r["decoder_tokens"] for r in rec])
-            ok = min(keep) >= 0.88 and fewer >= 5
+            defined = all(np.isfinite(keep))
+            verdict = ("cannot be decided: Full's Recall@K is 0 at some K" if not defined
+                       else "holds" if min(keep) >= 0.88 and fewer >= 5 else "does not hold")
             claims.append(f"- RecMem / Full Recall@K = {', '.join(f'{x:.2f}' for x in keep)} (K = "
                           f"{', '.join(map(str, KS))}) with {fewer:.1f}x fewer decoder-side tokens: "
-                          f"the claim (>= 0.88 at >= 5x) {'holds' if ok else 'does not hold'} here.")
+                          f"the claim (>= 0.88 at >= 5x) {verdict} here.")
             payload.setdefault("claims", {})[f"{data}_keep_vs_full"] = {"ratios": keep, "fewer_tokens": fewer}
-        if rec and "Truncation" in by_model:
+        for other in ("Full", "Truncation"):
+            if not rec or other not in by_model:
+                continue
             for k in KS:
-                p = paired(ranks["RecMem"], ranks["Truncation"], k)
-                payload.setdefault("claims", {})[f"{data}_recmem_minus_truncation@{k}"] = p
+                p = paired(ranks["RecMem"], ranks[other], k)
+                payload.setdefault("claims", {})[f"{data}_recmem_minus_{other.lower()}@{k}"] = p
                 verdict = ("no significant difference" if p["ci95"][0] <= 0 <= p["ci95"][1]
-                           else "RecMem better" if p["mean"] > 0 else "Truncation better")
+                           else "RecMem better" if p["mean"] > 0 else f"{other} better")
                 lo, hi = (100 * x for x in p["ci95"])
-                claims.append(f"- Recall@{k}, RecMem − Truncation: {100 * p['mean']:+.1f} points, 95% paired "
+                claims.append(f"- Recall@{k}, RecMem − {other}: {100 * p['mean']:+.1f} points, 95% paired "
                               f"CI [{lo:+.1f}, {hi:+.1f}] over {p['users']} users: {verdict}.")
         md += ["", *claims, ""]
     stab = RUNS / "stability.json"
