@@ -155,7 +155,7 @@ def choose_margin_weight(base: dict[str, float], found: dict[float, dict[str, fl
 
 
 def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | None,
-                  train: tuple[float, ...] | None = None) -> str:
+                  train: tuple[float, ...] | None = None, train_rows: set[str] | None = None) -> str:
     """Choose ValenceMargin's weight per model on validation alone (seed 0) and return the table.
 
     Each ``ROW + ValenceMargin`` trains at every weight in ``weights``; the chosen weight is the largest whose
@@ -166,7 +166,8 @@ def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | N
     ``train`` (default: all of ``weights``) are the weights this process may train; the others are read when
     stored (so several processes can each train a part of the grid). A row whose grid is not complete gets
     no choice. A row for which no weight of the complete grid qualifies continues with
-    :data:`MARGIN_WEIGHTS_LOW`.
+    :data:`MARGIN_WEIGHTS_LOW`. ``train_rows`` (default: all of ``rows``) are the rows this process may train;
+    the others are only read (the table keeps rows searched before without extending their search).
     """
     MARGIN_SEARCH.mkdir(parents=True, exist_ok=True)
     lines = ["## ValenceMargin weight, chosen on validation (seed 0)", "",
@@ -189,7 +190,8 @@ def margin_search(rows: list[str], weights: tuple[float, ...], max_time: str | N
                 grid = grid + extension
             for weight in extension:
                 path = MARGIN_SEARCH / f"{slug(row)}__w{weight:g}.json"
-                if not path.exists() and train is not None and weight not in train:
+                trainable = (train_rows is None or row in train_rows) and (train is None or weight in train)
+                if not path.exists() and not trainable:
                     continue
                 if not path.exists():
                     print(f"[run] {row} weight {weight:g}", flush=True)
@@ -373,13 +375,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.margin_search:
         # the table keeps every row searched before (stored runs are read, not retrained)
         searched = {json.loads(f.read_text())["row"] for f in MARGIN_SEARCH.glob("*.json")}
-        rows = [row for row in ROWS if row in searched or row in args.rows]
+        rows = [row for row in ROWS
+                if row.endswith(" + ValenceMargin") and (row in searched or row in args.rows)]
         bad = sorted(set(args.margin_weights or ()) - set(MARGIN_WEIGHTS) - set(MARGIN_WEIGHTS_LOW))
         if bad:
             grid = list(MARGIN_WEIGHTS_LOW + MARGIN_WEIGHTS)
             parser.error(f"--margin-weights {bad} are not in the grid {grid}")
         md = margin_search(rows, MARGIN_WEIGHTS, args.max_time,
-                           tuple(args.margin_weights) if args.margin_weights else None)
+                           tuple(args.margin_weights) if args.margin_weights else None, set(args.rows))
         atomic_write(RESULTS / "ml100k_signed_margin_search.md", lambda fh: fh.write(md.encode()))
         print(md)
         return

@@ -110,3 +110,8 @@ def test_margin_search_continues_downward_only_when_no_weight_qualifies(tmp_path
         f.unlink()
     md = signed.margin_search(["SASRec + ValenceMargin"], signed.MARGIN_WEIGHTS, None, train=(0.001,))
     assert trained == [] and "**chosen**" not in md
+    # a row searched before is read, never trained, by a process searching another row
+    for f in (tmp_path / "search").glob("BPR*w0.3.json"):
+        f.unlink()
+    signed.margin_search(rows, signed.MARGIN_WEIGHTS, None, train_rows={"SASRec + ValenceMargin"})
+    assert ("BPR-MF + ValenceMargin", 0.3) not in trained and ("SASRec + ValenceMargin", 0.3) in trained
