@@ -48,15 +48,19 @@ SMOKE_CONCEPTS = ('genre == "Horror"', "year < 1990")
 #: ``--tune``: each method's settings tried on validation (recframe.unlearning.selection chooses one); the
 #: learning rate is the fine-tuning methods' main knob (a factor of ~3 around the configs' 1e-4), the masking
 #: threshold suppression's; ``tracer@no_reassign`` is TRACER without its code reassignment, tuned alike
-LRS = ({"lr": 3e-5}, {"lr": 1e-4}, {"lr": 3e-4})
-TUNE_GRID: dict[str, tuple[dict[str, Any], ...]] = {
-    "ga": LRS,
-    "npo": LRS,
-    "suppression": ({"threshold": 0.3}, {"threshold": 0.5}, {"threshold": 0.7}),
-    "tracer": LRS,
-    "tracer@no_reassign": LRS,
-}
+LRS = (3e-5, 1e-4, 3e-4)
+THRESHOLDS = (0.3, 0.5, 0.7)
 TUNE_EXTRA = {"tracer@no_reassign": {"reassign": False}}
+
+
+def tune_grid(lrs: tuple[float, ...] = LRS) -> dict[str, tuple[dict[str, Any], ...]]:
+    """The ``--tune`` grid: ``lrs`` for every fine-tuning method, :data:`THRESHOLDS` for suppression."""
+    points = tuple({"lr": lr} for lr in lrs)
+    return {"ga": points, "npo": points, "suppression": tuple({"threshold": t} for t in THRESHOLDS),
+            "tracer": points, "tracer@no_reassign": points}
+
+
+TUNE_GRID = tune_grid()
 
 
 def train_original(config: str, extra: list[str]) -> tuple[str, dict[str, Any]]:
@@ -130,9 +134,38 @@ def markdown(payload: dict[str, Any], title: str) -> str:
     return "\n".join(lines)
 
 
-def tune_methods(methods: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def tune_methods(
+    methods: dict[str, dict[str, Any]], lrs: tuple[float, ...] = LRS
+) -> dict[str, dict[str, Any]]:
     """A concept config's ``methods`` expanded into the validation grid of ``--tune``."""
-    return expand_grid({**methods, **TUNE_EXTRA}, TUNE_GRID)
+    return expand_grid({**methods, **TUNE_EXTRA}, tune_grid(lrs))
+
+
+def merge_tuned(payloads: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tuned runs of the same model combined: per concept the union of their rows (the first payload's
+    ``original`` and ``retrain`` rows, variants from all), and the choice made again on the union's
+    validation rows (e.g. a grid extended by a later run with ``--lrs``)."""
+    if not payloads:
+        raise SystemExit("--merge needs at least one result name")
+    out = {k: v for k, v in payloads[0].items() if k != "concepts"}
+    out["merged_from"] = [p.get("command") for p in payloads]
+    out["concepts"] = {}
+    for payload in payloads:
+        first = payloads[0]
+        if payload.get("data") != first.get("data") or payload["checkpoint"] != first["checkpoint"]:
+            raise SystemExit("--merge: the result files come from different models or data")
+        for text, report in payload["concepts"].items():
+            merged = out["concepts"].setdefault(text, {**report, "rows_by_stage": {}, "details": {}})
+            for stage, rows in report["rows_by_stage"].items():
+                target = merged["rows_by_stage"].setdefault(stage, {})
+                for name, row in rows.items():
+                    target.setdefault(name, row)
+            for name, detail in report["details"].items():
+                merged["details"].setdefault(name, detail)
+    for report in out["concepts"].values():
+        report["rows"] = report["rows_by_stage"]["test"]
+        report["choice"] = choose_settings(report["rows_by_stage"]["valid"])
+    return out
 
 
 def tuned_markdown(payload: dict[str, Any]) -> str:
@@ -146,7 +179,7 @@ def tuned_markdown(payload: dict[str, Any]) -> str:
 
     lines = [
         "# Concept unlearning on ML-100K, every method's settings chosen on validation\n",
-        f"Model: `{payload['model_config']}` (seed 0). Grid: {json.dumps(TUNE_GRID)}; rule "
+        f"Model: `{payload['model_config']}` (seed 0). Grid: every setting in the validation table; rule "
         f"(`recframe.unlearning.selection`): among the settings whose validation exposure@10 is at most "
         f"max(retrain's, {EXPOSURE_FLOOR:g} x original's), the highest validation retain NDCG@10 (else the "
         "lowest exposure). Test rows are the chosen settings'; distance = 1 - overlap@10 with the retrained "
@@ -185,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune", action="store_true",
                         help="choose every method's setting on validation (TUNE_GRID) and report the chosen "
                              "settings' test rows (writes ml100k_unlearning_tuned.{json,md})")
+    parser.add_argument("--lrs", nargs="+", type=float, default=list(LRS), metavar="LR",
+                        help="with --tune: the fine-tuning methods' learning-rate grid")
+    parser.add_argument("--merge", nargs="+", metavar="NAME",
+                        help="combine these tuned result files (benchmarks/results/NAME.json) of one model "
+                             "into --results (default ml100k_unlearning_tuned), choosing again on the union")
     parser.add_argument("--results", metavar="NAME",
                         help="result file name under benchmarks/results (default ml100k_unlearning, with "
                              "--tune ml100k_unlearning_tuned); e.g. one per concept run in parallel")
@@ -194,6 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     torch.set_num_threads(ns.threads)
     start = time.perf_counter()
+    if ns.merge:
+        from benchmarks.common import RESULTS, write_results
+
+        merged = merge_tuned([json.loads((RESULTS / f"{n}.json").read_text()) for n in ns.merge])
+        md = tuned_markdown(merged)
+        write_results(ns.results or "ml100k_unlearning_tuned", merged, md)
+        print(md)
+        return 0
     name = ns.results or ("ml100k_unlearning_tuned" if ns.tune else "ml100k_unlearning")
     stages = ("valid", "test") if ns.tune else ("test",)
 
@@ -212,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                 config, ["--trainer.max_epochs", "2", "--trainer.logger.init_args.save_dir", str(out / "fit")]
             )[0]
         )
-        methods = tune_methods(SMOKE_METHODS) if ns.tune else SMOKE_METHODS
+        methods = tune_methods(SMOKE_METHODS, tuple(ns.lrs)) if ns.tune else SMOKE_METHODS
         payload = run([(text, methods) for text in SMOKE_CONCEPTS], checkpoint, None, 256, stages=stages)
     else:
         config = MODEL_CONFIG
@@ -230,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                         for text, methods in concepts]
 
         if ns.tune:
-            concepts = [(text, tune_methods(methods)) for text, methods in concepts]
+            concepts = [(text, tune_methods(methods, tuple(ns.lrs))) for text, methods in concepts]
 
         def save_partial(partial: dict[str, Any]) -> None:
             from benchmarks.common import write_results

@@ -47,7 +47,8 @@ def expand_grid(
 
     A grid point's settings override the method's own; ``grid`` keys may themselves be variants
     (``tracer@no_reassign``), whose base settings are the method's (``tracer``) plus the key's ones in
-    ``methods`` when present. Methods absent from ``grid`` are kept as they are.
+    ``methods`` when present. Methods absent from ``grid`` are kept as they are; grid entries whose method is
+    absent from ``methods`` are skipped.
     """
     out: dict[str, dict[str, Any]] = {}
     for name, settings in methods.items():
@@ -55,6 +56,8 @@ def expand_grid(
             out[name] = dict(settings or {})
     for name, points in grid.items():
         kind = method_kind(name)
+        if kind not in methods:
+            continue
         base = {**(methods.get(kind) or {}), **(methods.get(name) or {})}
         for point in points:
             out[f"{name}@{variant_label(point)}"] = {**base, **point}

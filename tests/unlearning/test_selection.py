@@ -33,6 +33,8 @@ def test_expand_grid_overrides_the_method_settings_per_point() -> None:
         "tracer@no_reassign@lr=0.001": {"steps": 50, "reassign": False, "lr": 1e-3},
     }
     assert variant_label({"threshold": 0.5, "reassign": False}) == "threshold=0.5,reassign=False"
+    only_ga = expand_grid({"ga": {}}, {"npo": [{"lr": 1e-3}], "ga": [{"lr": 1e-3}]})
+    assert only_ga == {"ga@lr=0.001": {"lr": 1e-3}}  # npo is not among the methods
 
 
 def test_the_rule_forgets_first_then_keeps_utility() -> None:
