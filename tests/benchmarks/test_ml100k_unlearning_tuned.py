@@ -20,7 +20,7 @@ def _payload(rows: dict[str, dict[str, float]], command: str) -> dict:
 def test_merge_chooses_on_the_union_of_the_grids() -> None:
     base = {"original": _row(0.05, 0.10), "retrain": _row(0.0, 0.09)}
     first = _payload({**base, "ga@lr=3e-05": _row(0.0, 0.06), "ga@lr=0.0001": _row(0.0, 0.03)}, "a")
-    second = _payload({**base, "ga@lr=1e-05": _row(0.001, 0.08)}, "b")  # not eligible: exposure above 0
+    second = _payload({**base, "ga@lr=1e-05": _row(0.01, 0.08)}, "b")  # not eligible: above 0.1 x 0.05
     merged = merge_tuned([first, second])
     report = merged["concepts"]['genre == "Horror"']
     assert set(report["rows_by_stage"]["valid"]) == {"original", "retrain", "ga@lr=3e-05", "ga@lr=0.0001",
