@@ -271,6 +271,7 @@ def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]
                 entry[key] = _mean_std(values)
         entry["train_seconds"] = _mean_std([float(r["train_seconds"]) for r in group])
         entry["epochs"] = _mean_std([float(r["epochs"]) for r in group])
+        entry["gpu_seeds"] = sum(str(r.get("device", "cpu")).startswith("cuda") for r in group)
         summary[row] = entry
     return summary
 
@@ -313,8 +314,12 @@ def markdown(summary: dict[str, dict[str, Any]], taus: dict[str, dict[str, float
             ratio = f"{value:.2f}" + (" (below Popularity)" if value < 1 else "")
         cells = [str(len(e["seeds"])), *(_cell(e, m) for m in METRICS[:5]), _cell(e, METRICS[5], ".3f"),
                  _cell(e, "probe_auroc", ".3f"), _cell(e, "score_auroc", ".3f"), ratio,
-                 f"{e['train_seconds'][0]:.0f}", f"{e['epochs'][0]:.0f}"]
+                 f"{e['train_seconds'][0]:.0f}" + (f" †{e['gpu_seeds']}" if e.get("gpu_seeds") else ""),
+                 f"{e['epochs'][0]:.0f}"]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    if any(e.get("gpu_seeds") for e in summary.values()):
+        lines += ["", "†n: n of the row's seeds trained on a lent GPU (each run's JSON names the device); "
+                  "the row's train s mixes GPU and CPU times and is not a speed comparison."]
     if taus:
         lines += ["", "Kendall's tau between the model rankings under a conventional metric and its signed "
                   "counterpart (1: the same order; lower: the signed metric reorders the table):", "",
