@@ -14,6 +14,8 @@ message naming it)::
       tracer: {coherence_weight: 1.0, representation_weight: 1.0, reassign: true, steps: 100, ...}
       tracer@no_reassign: {reassign: false}  # NAME@LABEL: another setting of a method, its own row
     eval_batch_size: 256
+    choose_on_validation: false           # true: score validation too and choose one setting per method
+                                          # (recframe.unlearning.selection; list variants as NAME@LABEL)
     save_dir: runs/unlearn_horror         # unlearned checkpoints (<method>.ckpt); optional
     output: runs/unlearn_horror.json      # the report; optional
 
@@ -44,6 +46,7 @@ TOP_KEYS = {
     "data": dict,
     "methods": dict,
     "eval_batch_size": int,
+    "choose_on_validation": bool,
     "save_dir": str,
     "output": str,
 }
@@ -141,9 +144,19 @@ def main(argv: list[str] | None = None) -> int:
         save_dir=save_dir,
         eval_batch_size=int(cfg.get("eval_batch_size") or 256),
         expect_fingerprint=stored,
+        stages=("valid", "test") if cfg.get("choose_on_validation") else ("test",),
     )
     report["checkpoint"] = cfg["checkpoint"]
     report["data_fingerprint"] = stored
+    if cfg.get("choose_on_validation"):
+        from recframe.unlearning.selection import choose_settings
+
+        report["choice"] = choose_settings(report["rows_by_stage"]["valid"])
+        print(f"\nConcept unlearning, {report['concept']!r}, validation (settings are chosen here):\n")
+        print(report_table({"rows": report["rows_by_stage"]["valid"]}))
+        for family, choice in report["choice"].items():
+            note = "" if choice["eligible"] else " (none reached the forgetting target: the lowest exposure)"
+            print(f"{family}: chose {choice['chosen']}{note}")
     print(f"\nConcept unlearning, {report['concept']!r} (test users; exact full ranking):\n")
     print(report_table(report))
     output = ns.output or cfg.get("output")

@@ -143,6 +143,26 @@ def test_recframe_unlearn_writes_the_report_and_a_versioned_tracer_checkpoint(tm
     assert rec.recommend(users=[rec.user_ids[1]], k=3).items
 
 
+def test_recframe_unlearn_chooses_settings_on_validation(tmp_path, capsys) -> None:
+    torch.set_num_threads(1)
+    ckpt = _fit_checkpoint(tmp_path)
+    config = {
+        "checkpoint": str(ckpt),
+        "concept": 'genre == "Horror"',
+        "output": str(tmp_path / "report.json"),
+        "choose_on_validation": True,
+        "methods": {"suppression@a": {"threshold": 0.3}, "suppression@b": {"threshold": 0.9}},
+    }
+    (tmp_path / "u.yaml").write_text(yaml.safe_dump(config))
+    assert recframe_main(["unlearn", "--config", str(tmp_path / "u.yaml")]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    valid = report["rows_by_stage"]["valid"]
+    assert set(valid) == {"original", "suppression@a", "suppression@b"}
+    chosen = report["choice"]["suppression"]["chosen"]
+    assert chosen in ("suppression@a", "suppression@b")
+    assert f"suppression: chose {chosen}" in capsys.readouterr().out
+
+
 def test_an_unknown_concept_field_is_one_line_and_exit_2(tmp_path, capsys) -> None:
     (tmp_path / "bad.yaml").write_text(
         yaml.safe_dump({"checkpoint": "x.ckpt", "concept": 'genra == "Horror"'})
