@@ -53,10 +53,12 @@ THRESHOLDS = (0.3, 0.5, 0.7)
 TUNE_EXTRA = {"tracer@no_reassign": {"reassign": False}}
 
 
-def tune_grid(lrs: tuple[float, ...] = LRS) -> dict[str, tuple[dict[str, Any], ...]]:
-    """The ``--tune`` grid: ``lrs`` for every fine-tuning method, :data:`THRESHOLDS` for suppression."""
+def tune_grid(
+    lrs: tuple[float, ...] = LRS, thresholds: tuple[float, ...] = THRESHOLDS
+) -> dict[str, tuple[dict[str, Any], ...]]:
+    """The ``--tune`` grid: ``lrs`` for every fine-tuning method, ``thresholds`` for suppression."""
     points = tuple({"lr": lr} for lr in lrs)
-    return {"ga": points, "npo": points, "suppression": tuple({"threshold": t} for t in THRESHOLDS),
+    return {"ga": points, "npo": points, "suppression": tuple({"threshold": t} for t in thresholds),
             "tracer": points, "tracer@no_reassign": points}
 
 
@@ -135,10 +137,12 @@ def markdown(payload: dict[str, Any], title: str) -> str:
 
 
 def tune_methods(
-    methods: dict[str, dict[str, Any]], lrs: tuple[float, ...] = LRS
+    methods: dict[str, dict[str, Any]],
+    lrs: tuple[float, ...] = LRS,
+    thresholds: tuple[float, ...] = THRESHOLDS,
 ) -> dict[str, dict[str, Any]]:
     """A concept config's ``methods`` expanded into the validation grid of ``--tune``."""
-    return expand_grid({**methods, **TUNE_EXTRA}, tune_grid(lrs))
+    return expand_grid({**methods, **TUNE_EXTRA}, tune_grid(lrs, thresholds))
 
 
 def merge_tuned(payloads: list[dict[str, Any]]) -> dict[str, Any]:
@@ -220,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
                              "settings' test rows (writes ml100k_unlearning_tuned.{json,md})")
     parser.add_argument("--lrs", nargs="+", type=float, default=list(LRS), metavar="LR",
                         help="with --tune: the fine-tuning methods' learning-rate grid")
+    parser.add_argument("--thresholds", nargs="+", type=float, default=list(THRESHOLDS), metavar="T",
+                        help="with --tune: suppression's threshold grid")
     parser.add_argument("--merge", nargs="+", metavar="NAME",
                         help="combine these tuned result files (benchmarks/results/NAME.json) of one model "
                              "into --results (default ml100k_unlearning_tuned), choosing again on the union")
@@ -258,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
                 config, ["--trainer.max_epochs", "2", "--trainer.logger.init_args.save_dir", str(out / "fit")]
             )[0]
         )
-        methods = tune_methods(SMOKE_METHODS, tuple(ns.lrs)) if ns.tune else SMOKE_METHODS
+        grid = (tuple(ns.lrs), tuple(ns.thresholds))
+        methods = tune_methods(SMOKE_METHODS, *grid) if ns.tune else SMOKE_METHODS
         payload = run([(text, methods) for text in SMOKE_CONCEPTS], checkpoint, None, 256, stages=stages)
     else:
         config = MODEL_CONFIG
@@ -276,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                         for text, methods in concepts]
 
         if ns.tune:
-            concepts = [(text, tune_methods(methods, tuple(ns.lrs))) for text, methods in concepts]
+            grid = (tuple(ns.lrs), tuple(ns.thresholds))
+            concepts = [(text, tune_methods(methods, *grid)) for text, methods in concepts]
 
         def save_partial(partial: dict[str, Any]) -> None:
             from benchmarks.common import write_results
