@@ -172,6 +172,48 @@ def merge_tuned(payloads: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def evaluate_saved(
+    checkpoint: str, text: str, names: list[str], folder: Path, eval_batch_size: int
+) -> dict[str, Any]:
+    """A concept's report (both stages, the settings chosen on validation) from the unlearned checkpoints an
+    earlier ``--tune`` run saved under ``folder`` (``NAME__LABEL.ckpt``), without fine-tuning again: a run
+    stopped before it wrote its report is finished this way. Names without a saved checkpoint are skipped."""
+    import numpy as np
+
+    from recframe.checkpoint_io import load_checkpoint
+    from recframe.data.datamodule import RecDataModule
+    from recframe.unlearning.metrics import evaluate_unlearning
+    from recframe.unlearning.pipeline import forget_mask, test_batches
+
+    model, ckpt = load_generative(checkpoint)
+    dm = RecDataModule(**data_settings(ckpt))
+    forget = forget_mask(parse_concept(text), dm)
+    stages = ("valid", "test")
+
+    def scores(m: Any) -> dict[str, Any]:
+        m.eval()
+        return {st: evaluate_unlearning(lambda b: m.score({"history": b["history"]}),
+                                        test_batches(dm, eval_batch_size, st), forget) for st in stages}
+
+    found = {"original": (scores(model), 0.0, {})}
+    for name in ["retrain", *names]:
+        path = folder / f"{name.replace('@', '__')}.ckpt"
+        if not path.exists():
+            print(f"{name}: no saved checkpoint, skipped", flush=True)
+            continue
+        info = load_checkpoint(path).get("unlearning") or {}
+        found[name] = (scores(load_generative(path)[0]), float(info.get("seconds", float("nan"))), info)
+        print(f"{name}: evaluated", flush=True)
+    by_stage = {st: {n: {**m[st].row(found["original"][0][st], found["retrain"][0][st] if "retrain" in found
+                                   else None), "seconds": sec} for n, (m, sec, _) in found.items()}
+                for st in stages}
+    return {"concept": text, "rows": by_stage["test"], "rows_by_stage": by_stage,
+            "details": {"forget_items": int(np.sum(forget)), **{n: i for n, (_, _, i) in found.items() if i}},
+            "test_cases": {"forget": found["original"][0]["test"].n_forget_cases,
+                           "retain": found["original"][0]["test"].n_retain_cases},
+            "choice": choose_settings(by_stage["valid"]), "evaluated_from_saved": True}
+
+
 def tuned_markdown(payload: dict[str, Any]) -> str:
     """The validation grid (validation numbers only) and the chosen variants' test rows, per concept."""
     cols = ["exposure@10", "forget_recall@10", "retain_ndcg@10", "retain_ndcg@10_rel",
@@ -229,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", nargs="+", metavar="NAME",
                         help="combine these tuned result files (benchmarks/results/NAME.json) of one model "
                              "into --results (default ml100k_unlearning_tuned), choosing again on the union")
+    parser.add_argument("--from-saved", action="store_true",
+                        help="with --tune: evaluate the unlearned checkpoints an earlier --tune run saved "
+                             "(runs/ml100k_unlearning/<concept>/) instead of fine-tuning again")
     parser.add_argument("--results", metavar="NAME",
                         help="result file name under benchmarks/results (default ml100k_unlearning, with "
                              "--tune ml100k_unlearning_tuned); e.g. one per concept run in parallel")
@@ -285,6 +330,26 @@ def main(argv: list[str] | None = None) -> int:
         if ns.tune:
             grid = (tuple(ns.lrs), tuple(ns.thresholds))
             concepts = [(text, tune_methods(methods, *grid)) for text, methods in concepts]
+        if ns.from_saved:
+            if not ns.tune:
+                parser.error("--from-saved reads the checkpoints of a --tune run; add --tune")
+            from benchmarks.common import write_results
+
+            reports = {}
+            for text, methods in concepts:
+                slug = "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
+                names = [n for n in methods if n != "retrain"]
+                folder = ROOT / "runs" / "ml100k_unlearning" / slug
+                reports[text] = evaluate_saved(checkpoint, text, names, folder,
+                                               int(cfgs[0].get("eval_batch_size") or 64))
+            payload = {"checkpoint": str(checkpoint), "data": data_settings(load_generative(checkpoint)[1]),
+                       "concepts": reports, "model_config": config, "original_fit": fit,
+                       "seconds": round(time.perf_counter() - start, 1),
+                       "command": "python -m benchmarks.ml100k_unlearning --tune --from-saved"}
+            md = tuned_markdown(payload)
+            write_results(name, payload, md)
+            print(md)
+            return 0
 
         def save_partial(partial: dict[str, Any]) -> None:
             from benchmarks.common import write_results

@@ -196,3 +196,27 @@ def test_variants_run_as_their_own_rows_on_validation_and_test(trained) -> None:
     assert valid["suppression@threshold=0.5"]["exposure@10"] == 0.0
     details = report["details"]["tracer@no_reassign"]
     assert details["settings"]["reassign"] is False and details["moved_items"] == 0  # codes untouched
+
+
+def test_a_tuning_run_is_finished_from_its_saved_checkpoints(tmp_path) -> None:
+    """``ml100k_unlearning --tune --from-saved`` re-scores the checkpoints a run saved: the same rows."""
+    from benchmarks.ml100k_unlearning import evaluate_saved
+    from recframe.unlearning.pipeline import data_settings, load_generative
+
+    torch.set_num_threads(1)
+    ckpt_path = _fit_checkpoint(tmp_path)
+    model, ckpt = load_generative(ckpt_path)
+    methods = {"suppression@threshold=0.3": {"threshold": 0.3},
+               "suppression@threshold=0.9": {"threshold": 0.9}}
+    text = 'genre == "Horror"'
+    run = run_unlearning(model, ckpt, data_settings(ckpt), parse_concept(text), methods,
+                         save_dir=tmp_path / "s", log=lambda _: None, stages=("valid", "test"))
+    again = evaluate_saved(str(ckpt_path), text, [*methods, "tracer@lr=1"], tmp_path / "s", 256)
+    for stage in ("valid", "test"):
+        for name in ("original", *methods):
+            for key, value in run["rows_by_stage"][stage][name].items():
+                if key != "seconds":
+                    got = again["rows_by_stage"][stage][name][key]
+                    assert got == pytest.approx(value), (stage, name, key)
+    assert "tracer@lr=1" not in again["rows"]  # no checkpoint saved: skipped
+    assert set(again["choice"]) == {"suppression"}
