@@ -117,19 +117,20 @@ def _fit_checkpoint(tmp_path: Path) -> Path:
     return Path(cli.trainer.checkpoint_callback.best_model_path)
 
 
-def test_recframe_unlearn_writes_the_report_and_a_versioned_tracer_checkpoint(tmp_path, capsys) -> None:
+def _unlearn(tmp_path: Path, ckpt: Path, methods: dict, **extra) -> dict:
+    """``recframe unlearn`` on a Horror config with ``methods`` (and ``extra`` keys); the written report."""
     torch.set_num_threads(1)
-    ckpt = _fit_checkpoint(tmp_path)
-    config = {
-        "checkpoint": str(ckpt),
-        "concept": 'genre == "Horror"',
-        "save_dir": str(tmp_path / "out"),
-        "output": str(tmp_path / "report.json"),
-        "methods": {"suppression": {"threshold": 0.5}, "tracer": {"steps": 2, "batch_size": 8}},
-    }
+    config = {"checkpoint": str(ckpt), "concept": 'genre == "Horror"',
+              "output": str(tmp_path / "report.json"), "methods": methods, **extra}
     (tmp_path / "u.yaml").write_text(yaml.safe_dump(config))
     assert recframe_main(["unlearn", "--config", str(tmp_path / "u.yaml")]) == 0
-    report = json.loads((tmp_path / "report.json").read_text())
+    return json.loads((tmp_path / "report.json").read_text())
+
+
+def test_recframe_unlearn_writes_the_report_and_a_versioned_tracer_checkpoint(tmp_path, capsys) -> None:
+    ckpt = _fit_checkpoint(tmp_path)
+    methods = {"suppression": {"threshold": 0.5}, "tracer": {"steps": 2, "batch_size": 8}}
+    report = _unlearn(tmp_path, ckpt, methods, save_dir=str(tmp_path / "out"))
     assert set(report["rows"]) == {"original", "suppression", "tracer"}
     saved = load_checkpoint(tmp_path / "out" / "tracer.ckpt")
     original = load_checkpoint(ckpt)
@@ -144,18 +145,8 @@ def test_recframe_unlearn_writes_the_report_and_a_versioned_tracer_checkpoint(tm
 
 
 def test_recframe_unlearn_chooses_settings_on_validation(tmp_path, capsys) -> None:
-    torch.set_num_threads(1)
-    ckpt = _fit_checkpoint(tmp_path)
-    config = {
-        "checkpoint": str(ckpt),
-        "concept": 'genre == "Horror"',
-        "output": str(tmp_path / "report.json"),
-        "choose_on_validation": True,
-        "methods": {"suppression@a": {"threshold": 0.3}, "suppression@b": {"threshold": 0.9}},
-    }
-    (tmp_path / "u.yaml").write_text(yaml.safe_dump(config))
-    assert recframe_main(["unlearn", "--config", str(tmp_path / "u.yaml")]) == 0
-    report = json.loads((tmp_path / "report.json").read_text())
+    methods = {"suppression@a": {"threshold": 0.3}, "suppression@b": {"threshold": 0.9}}
+    report = _unlearn(tmp_path, _fit_checkpoint(tmp_path), methods, choose_on_validation=True)
     valid = report["rows_by_stage"]["valid"]
     assert set(valid) == {"original", "suppression@a", "suppression@b"}
     chosen = report["choice"]["suppression"]["chosen"]
