@@ -182,35 +182,28 @@ def evaluate_saved(
 
     from recframe.checkpoint_io import load_checkpoint
     from recframe.data.datamodule import RecDataModule
-    from recframe.unlearning.metrics import evaluate_unlearning
-    from recframe.unlearning.pipeline import forget_mask, test_batches
+    from recframe.unlearning.pipeline import evaluate_stages, forget_mask, stage_rows
 
     model, ckpt = load_generative(checkpoint)
     dm = RecDataModule(**data_settings(ckpt))
     forget = forget_mask(parse_concept(text), dm)
     stages = ("valid", "test")
-
-    def scores(m: Any) -> dict[str, Any]:
-        m.eval()
-        return {st: evaluate_unlearning(lambda b: m.score({"history": b["history"]}),
-                                        test_batches(dm, eval_batch_size, st), forget) for st in stages}
-
-    found = {"original": (scores(model), 0.0, {})}
+    results = {"original": (evaluate_stages(model, dm, forget, eval_batch_size, stages), 0.0)}
+    details: dict[str, Any] = {}
     for name in ["retrain", *names]:
         path = folder / f"{name.replace('@', '__')}.ckpt"
         if not path.exists():
             print(f"{name}: no saved checkpoint, skipped", flush=True)
             continue
-        info = load_checkpoint(path).get("unlearning") or {}
-        found[name] = (scores(load_generative(path)[0]), float(info.get("seconds", float("nan"))), info)
+        details[name] = load_checkpoint(path).get("unlearning") or {}
+        unlearned = load_generative(path)[0]
+        results[name] = (evaluate_stages(unlearned, dm, forget, eval_batch_size, stages), float("nan"))
         print(f"{name}: evaluated", flush=True)
-    by_stage = {st: {n: {**m[st].row(found["original"][0][st], found["retrain"][0][st] if "retrain" in found
-                                   else None), "seconds": sec} for n, (m, sec, _) in found.items()}
-                for st in stages}
+    by_stage = stage_rows(results, stages)
+    original = results["original"][0]["test"]
     return {"concept": text, "rows": by_stage["test"], "rows_by_stage": by_stage,
-            "details": {"forget_items": int(np.sum(forget)), **{n: i for n, (_, _, i) in found.items() if i}},
-            "test_cases": {"forget": found["original"][0]["test"].n_forget_cases,
-                           "retain": found["original"][0]["test"].n_retain_cases},
+            "details": {"forget_items": int(np.sum(forget)), **details},
+            "test_cases": {"forget": original.n_forget_cases, "retain": original.n_retain_cases},
             "choice": choose_settings(by_stage["valid"]), "evaluated_from_saved": True}
 
 

@@ -38,10 +38,12 @@ from recframe.unlearning.tracer import TracerSettings, run_tracer
 __all__ = [
     "METHOD_ORDER",
     "data_settings",
+    "evaluate_stages",
     "forget_mask",
     "load_generative",
     "run_unlearning",
     "save_unlearned",
+    "stage_rows",
     "test_batches",
 ]
 
@@ -117,17 +119,37 @@ def test_batches(
         yield es.batch(list(range(start, min(start + batch_size, len(es.users)))), dm.max_len)
 
 
-def _evaluate(
+def evaluate_stages(
     model: Any,
     dm: RecDataModule,
     forget: np.ndarray,
     batch_size: int,
-    stage: Literal["valid", "test"] = "test",
-) -> UnlearningMetrics:
+    stages: tuple[Literal["valid", "test"], ...] = ("test",),
+) -> dict[str, UnlearningMetrics]:
+    """``model``'s unlearning metrics on each of ``stages`` of ``dm`` (exact full-catalogue scores)."""
     model.eval()
-    return evaluate_unlearning(
-        lambda b: model.score({"history": b["history"]}), test_batches(dm, batch_size, stage), forget
-    )
+    return {
+        stage: evaluate_unlearning(
+            lambda b: model.score({"history": b["history"]}), test_batches(dm, batch_size, stage), forget
+        )
+        for stage in stages
+    }
+
+
+def stage_rows(
+    results: dict[str, tuple[dict[str, UnlearningMetrics], float]], stages: tuple[str, ...]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per stage, every model's report row: ``results`` maps a name to its metrics by stage and its seconds;
+    it must hold ``original`` and may hold ``retrain`` (the distance column's reference)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for stage in stages:
+        original = results["original"][0][stage]
+        retrain = results["retrain"][0][stage] if "retrain" in results else None
+        out[stage] = {
+            name: {**metrics[stage].row(original, retrain), "seconds": round(seconds, 1)}
+            for name, (metrics, seconds) in results.items()
+        }
+    return out
 
 
 def method_kind(name: str) -> str:
@@ -204,7 +226,7 @@ def run_unlearning(
     }
 
     def evaluate(m: Any) -> dict[str, UnlearningMetrics]:
-        return {stage: _evaluate(m, dm, forget, eval_batch_size, stage) for stage in stages}
+        return evaluate_stages(m, dm, forget, eval_batch_size, stages)
 
     t0 = time.perf_counter()
     original = evaluate(model)
@@ -264,13 +286,7 @@ def run_unlearning(
             save_unlearned(unlearned, ckpt, path, {"method": name, "concept": concept.text, **_plain(info)})
             details[name]["checkpoint"] = str(path)
         log(f"{name}: {metrics[stages[-1]].row(original[stages[-1]])} ({seconds:.0f} s)")
-    by_stage: dict[str, dict[str, dict[str, Any]]] = {}
-    for stage in stages:
-        retrain = results["retrain"][0][stage] if "retrain" in results else None
-        by_stage[stage] = {
-            name: {**metrics[stage].row(original[stage], retrain), "seconds": round(seconds, 1)}
-            for name, (metrics, seconds) in results.items()
-        }
+    by_stage = stage_rows(results, stages)
     report_stage = "test" if "test" in stages else stages[0]
     return {
         "concept": concept.text,
