@@ -276,19 +276,39 @@ def summarise(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]
     return summary
 
 
+def _family(row: str) -> str:
+    """A row's model family: its name without the add-on (``"SASRec + ValenceMargin"`` -> ``"SASRec"``)."""
+    return row.split(" + ")[0]
+
+
+def tau_subsets(rows: list[str]) -> dict[str, list[str]]:
+    """The row sets Kendall's tau is reported over: every row; the distinct models only (one row per family,
+    the add-on variants left out); and every row without each family in turn (which family drives tau)."""
+    families = list(dict.fromkeys(_family(r) for r in rows))
+    subsets = {"all rows": list(rows), "distinct models": [r for r in rows if r == _family(r)]}
+    for family in families:
+        subsets[f"without {family}"] = [r for r in rows if _family(r) != family]
+    return subsets
+
+
 def kendall_taus(summary: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Kendall's tau (and its p-value) between the rows' rankings under each pair of :data:`TAU_PAIRS`."""
+    """Kendall's tau (and its p-value) between the rows' rankings under each pair of :data:`TAU_PAIRS`,
+    over every row set of :func:`tau_subsets` (keys ``"<conventional> vs <signed>"`` for all rows,
+    ``"<conventional> vs <signed> | <subset>"`` for the others)."""
     from scipy.stats import kendalltau
 
     out = {}
     for conventional, signed in TAU_PAIRS:
         rows = [r for r, e in summary.items() if conventional in e and signed in e]
-        if len(rows) < 2:
-            continue
-        first, second = [summary[r][conventional][0] for r in rows], [summary[r][signed][0] for r in rows]
-        result = kendalltau(first, second)
-        out[f"{conventional} vs {signed}"] = {"tau": float(result.statistic), "p_value": float(result.pvalue),
-                                              "n_rows": len(rows)}
+        for subset, members in tau_subsets(rows).items():
+            if len(members) < 3:
+                continue
+            first = [summary[r][conventional][0] for r in members]
+            second = [summary[r][signed][0] for r in members]
+            result = kendalltau(first, second)
+            key = f"{conventional} vs {signed}" + ("" if subset == "all rows" else f" | {subset}")
+            out[key] = {"tau": float(result.statistic), "p_value": float(result.pvalue),
+                        "n_rows": len(members)}
     return out
 
 
@@ -323,9 +343,11 @@ def markdown(summary: dict[str, dict[str, Any]], taus: dict[str, dict[str, float
     if taus:
         lines += ["", "Kendall's tau between the model rankings under a conventional metric and its signed "
                   "counterpart (1: the same order; lower: the signed metric reorders the table):", "",
-                  "| metrics | tau | p-value | rows |", "|---|---:|---:|---:|"]
+                  "| metrics | rows | tau | p-value | n rows |", "|---|---|---:|---:|---:|"]
         for name, t in taus.items():
-            lines.append(f"| {name} | {t['tau']:.3f} | {t['p_value']:.3f} | {t['n_rows']} |")
+            metrics, _, subset = name.partition(" | ")
+            lines.append(f"| {metrics} | {subset or 'all rows'} | {t['tau']:.3f} | {t['p_value']:.3f} "
+                         f"| {t['n_rows']} |")
     return "\n".join(lines) + "\n"
 
 

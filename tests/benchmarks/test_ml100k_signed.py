@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.ml100k_signed import kendall_taus, load_runs, markdown, summarise
+from benchmarks.ml100k_signed import kendall_taus, load_runs, markdown, summarise, tau_subsets
 
 
 def _run(row: str, seed: int, ndcg: float, signed: float, probe: bool = True) -> dict:
@@ -36,9 +36,24 @@ def test_summary_table_and_taus(tmp_path: Path) -> None:
     taus = kendall_taus(summary)
     # conventional order SASRec > BPR-MF > Pop > SiReN; signed order BPR-MF > Pop > SASRec > SiReN
     assert taus["ndcg@10 vs signed_ndcg@10"]["tau"] == pytest.approx(1 / 3)
+    # without SASRec the two orders agree: BPR-MF > Pop > SiReN under both
+    assert taus["ndcg@10 vs signed_ndcg@10 | without SASRec"]["tau"] == pytest.approx(1.0)
+    assert taus["ndcg@10 vs signed_ndcg@10 | without SASRec"]["n_rows"] == 3
     md = markdown(summary, taus)
+    assert "| ndcg@10 vs signed_ndcg@10 | without SASRec | 1.000 | " in md
+    assert "| ndcg@10 vs signed_ndcg@10 | all rows | 0.333 | " in md
     assert "| SiReN | 1 |" in md and "0.62 (below Popularity)" in md
     assert "0.1200 ± 0.0141" in md  # mean ± std over two seeds
+
+
+def test_tau_subsets_separate_families_and_addon_variants() -> None:
+    rows = ["Popularity", "BPR-MF", "BPR-MF + ValenceMargin", "SASRec", "SASRec + ValenceMargin"]
+    subsets = tau_subsets(rows)
+    assert subsets["all rows"] == rows
+    assert subsets["distinct models"] == ["Popularity", "BPR-MF", "SASRec"]
+    assert subsets["without SASRec"] == ["Popularity", "BPR-MF", "BPR-MF + ValenceMargin"]
+    assert set(subsets) == {"all rows", "distinct models", "without Popularity", "without BPR-MF",
+                            "without SASRec"}
 
 
 def test_valence_margin_gain_is_paired_per_user_over_seeds() -> None:
