@@ -17,31 +17,35 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 
-def sequence_attention_mask(items: Tensor) -> Tensor:
-    """Boolean ``[B, 1, L, L]`` mask: causal, padding keys hidden, self always visible.
+def sequence_attention_mask(items: Tensor, causal: bool = True) -> Tensor:
+    """Boolean ``[B, 1, L, L]`` mask: causal (by default), padding keys hidden, self always visible.
 
     Keeping the diagonal visible means a padded query still has one key, so no
     softmax row is empty (no NaN), while real tokens never attend to padding.
+    ``causal=False`` is the bidirectional mask of BERT-style encoders (BERT4Rec).
     """
     L = items.shape[1]
-    causal = torch.ones(L, L, dtype=torch.bool, device=items.device).tril()
     real_key = (items > 0)[:, None, None, :]
     eye = torch.eye(L, dtype=torch.bool, device=items.device)
-    return (causal & real_key) | eye
+    if not causal:
+        return real_key | eye
+    lower = torch.ones(L, L, dtype=torch.bool, device=items.device).tril()
+    return (lower & real_key) | eye
 
 
 def encode_sequence(x: Tensor, items: Tensor, pos_emb: nn.Embedding, drop: nn.Module,
-                    blocks: Iterable[nn.Module], norm: nn.Module) -> Tensor:
-    """The causal sequence encoder of SASRec-style models: ``norm(blocks(drop(x + positions)))``.
+                    blocks: Iterable[nn.Module], norm: nn.Module, causal: bool = True) -> Tensor:
+    """The sequence encoder of SASRec-style models: ``norm(blocks(drop(x + positions)))``.
 
     ``x`` ``[B, W, d]`` are the inputs of the left-padded ``items`` ``[B, W]``; positions count from the end
     of ``pos_emb``'s window (the latest item always has the last position), so ``W`` may be shorter than
-    the window. Padding keys are hidden by :func:`sequence_attention_mask`.
+    the window. Padding keys are hidden by :func:`sequence_attention_mask`; ``causal=False`` lets every
+    position attend to the whole sequence (BERT4Rec).
     """
     n_pos, W = pos_emb.num_embeddings, items.shape[1]
     pos = torch.arange(n_pos - W, n_pos, device=items.device)
     x = drop(x + pos_emb(pos)[None])
-    mask = sequence_attention_mask(items)
+    mask = sequence_attention_mask(items, causal)
     for block in blocks:
         x = block(x, mask)
     return norm(x)
