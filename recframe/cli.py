@@ -187,10 +187,10 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=r".*self\.log\('(val|test)[/_].*sync_dist=True.*")
 
 
-def run_cli(args: list[str] | None = None, run: bool = True) -> RecCLI:
-    """Build (and by default run) the LightningCLI for ``args``."""
+def run_cli(args: list[str] | None = None, run: bool = True, cli_class: type[RecCLI] = RecCLI) -> RecCLI:
+    """Build (and by default run) the LightningCLI for ``args`` (``cli_class``: a :class:`RecCLI` subclass)."""
     quiet_lightning()
-    return RecCLI(
+    return cli_class(
         RecModel,
         RecDataModule,
         subclass_mode_model=True,
@@ -335,6 +335,7 @@ USAGE = """usage: recframe {fit,validate,test,data,recommend} ...
   recframe continual --config FILE                        the staged continual-learning protocol
   recframe conversational evaluate --config FILE          the TRACE-style conversational benchmark
   recframe unlearn --config FILE                          concept unlearning of a generative model
+  recframe tune --config FILE --space SPACE.yaml --trials N   hyperparameter search on validation (Optuna)
 
 `recframe fit --help` lists every key of the config schema; `--print_config` shows the resolved config.
 """
@@ -346,6 +347,7 @@ EXTRA_COMMANDS: dict[str, str] = {
     "continual": "recframe.continual.cli:main",
     "conversational": "recframe.conversational.cli:main",
     "unlearn": "recframe.unlearning.cli:main",
+    "tune": "recframe.tuning.cli:main",
 }
 
 
