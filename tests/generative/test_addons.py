@@ -1,6 +1,12 @@
-"""Generative add-ons: TrieRec as an add-on equals the former ``trierec`` flag bit for bit, old checkpoints
-load or are refused with the migration command, cached exact scoring equals the uncached walk, and a toy
-add-on's hooks (auxiliary loss, logit adjustment) reach training and scoring."""
+"""Generative add-ons: TrieRec as an add-on equals the former ``trierec`` flag, old checkpoints load or are
+refused with the migration command, cached exact scoring equals the uncached walk, and a toy add-on's hooks
+(auxiliary loss, logit adjustment) reach training and scoring.
+
+``fixtures/legacy_generative.pt`` was written once, on one CPU, by the code before TrieRec became an add-on
+(``fixtures/make_legacy.py``). Its floats are compared at the stated tolerance ``CROSS_CPU``, never bit for bit:
+another CPU (or ``ATEN_CPU_CAPABILITY=default``, which stands in for one) rounds random initialisation and
+matrix products differently, by about one ulp. Bit-identity is still checked where both sides are computed in
+this process (the old-format and the migrated checkpoint score identically)."""
 
 from __future__ import annotations
 
@@ -19,6 +25,13 @@ from tests.generative.fixtures.make_legacy import KW, SIZES, batches, codes
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "legacy_generative.pt"
 CLASSES = {"TIGER": TIGER, "SIDDecoder": SIDDecoder}
+#: tolerance for floats computed on this CPU against the fixture's, written on another. Observed differences:
+#: scores up to 9.5e-7 and losses 1.2e-7 on another x86 CPU, and under ATEN_CPU_CAPABILITY=default scores
+#: 4.8e-7 and initial weights 1.3e-6 (normal_ draws of magnitude ~4); a changed parameter-creation order or
+#: forward pass moves values by orders of magnitude more.
+CROSS_CPU = {"rtol": 1e-5, "atol": 1e-5}
+#: the former flag's TrieRec tables (old key prefixes): zero at initialisation, redrawn in the fixture checkpoint
+TRIEREC_TABLES = ("backbone.abs_enc.", "backbone.rel_bias.")
 
 
 @pytest.fixture(scope="module")
@@ -57,24 +70,38 @@ def _outputs(model) -> tuple[Tensor, Tensor, Tensor]:
 @pytest.mark.parametrize("name", ["TIGER", "SIDDecoder"])
 @pytest.mark.parametrize("trierec", [False, True])
 def test_same_seed_same_init_as_the_flag_model(legacy, name: str, trierec: bool) -> None:
-    """Parameter-creation order is kept: every tensor equals the flag model's, bit for bit."""
-    state = _build(CLASSES[name], trierec).state_dict()
-    expected = legacy[f"{name}/{trierec}"]["init"]
-    assert {_old_key(k) for k in state} == set(expected)
-    assert {_old_key(k): _digest(v) for k, v in state.items()} == expected
+    """Parameter-creation order is kept: every tensor equals the flag model's initialisation.
+
+    The fixture holds that initialisation twice: as sha256 digests (``init``, bit-exact, so only valid on the
+    CPU that wrote it) and as the checkpoint's weights, which are the initial ones except the TrieRec tables
+    that were redrawn afterwards. So every other tensor is compared with the checkpoint at ``CROSS_CPU``, and
+    the TrieRec tables, which start at zero, by the digest of a zero tensor (the same bytes on every CPU).
+    """
+    case = legacy[f"{name}/{trierec}"]
+    state = {_old_key(k): v for k, v in _build(CLASSES[name], trierec).state_dict().items()}
+    assert set(state) == set(case["init"])
+    weights = case["checkpoint"]["state_dict"]
+    for key, value in state.items():
+        if trierec and key.startswith(TRIEREC_TABLES):
+            assert not value.any(), key
+            zero = _digest(torch.zeros_like(value))
+            assert case["init"][key] == zero, key  # float-fixture-ok: the digest of zeros is CPU-independent
+        else:
+            torch.testing.assert_close(value, weights[key], **CROSS_CPU, msg=key)
 
 
 @pytest.mark.parametrize("name", ["TIGER", "SIDDecoder"])
 @pytest.mark.parametrize("trierec", [False, True])
 def test_same_weights_same_loss_and_scores_as_the_flag_model(legacy, name: str, trierec: bool) -> None:
-    """Given the flag model's weights, the add-on model's loss (eval and dropout) and scores are identical."""
+    """Given the flag model's weights, the add-on model's loss (eval and dropout) and scores are the flag
+    model's (to ``CROSS_CPU``: the fixture was computed on another CPU)."""
     case = legacy[f"{name}/{trierec}"]
     model = _build(CLASSES[name], trierec)
     model.load_state_dict(case["checkpoint"]["state_dict"])  # old keys, mapped on the fly
     loss_eval, loss_train, scores = _outputs(model)
-    assert torch.equal(loss_eval, case["loss_eval"])
-    assert torch.equal(loss_train, case["loss_train"])
-    assert torch.equal(scores, case["scores"])
+    torch.testing.assert_close(loss_eval, case["loss_eval"], **CROSS_CPU)
+    torch.testing.assert_close(loss_train, case["loss_train"], **CROSS_CPU)
+    torch.testing.assert_close(scores, case["scores"], **CROSS_CPU)
     with torch.no_grad():
         cached = model.eval().score(batches()[1])
     torch.testing.assert_close(cached, case["scores"], rtol=0, atol=1e-5)
@@ -95,12 +122,13 @@ def test_old_checkpoint_loads_through_lightning(legacy, name: str, tmp_path: Pat
     model = CLASSES[name].load_from_checkpoint(path, map_location="cpu", weights_only=True)
     assert [type(a) for a in model.backbone.addons] == [TrieRec]
     _, _, scores = _outputs(model)
-    assert torch.equal(scores, legacy[f"{name}/True"]["scores"])
+    torch.testing.assert_close(scores, legacy[f"{name}/True"]["scores"], **CROSS_CPU)
 
 
 def test_old_checkpoint_is_refused_by_hparams_readers_then_migrates(legacy, tmp_path: Path) -> None:
     """A reader that builds the model from the stored hyperparameters gets a TypeError naming ``trierec``;
-    the migration command rewrites the file, after which it builds and scores exactly as before."""
+    the migration command rewrites the file, after which it builds and scores exactly as the old file does
+    (bit for bit, both computed here) and as the flag model did (to ``CROSS_CPU``)."""
     old = _write_old(legacy, "TIGER", True, tmp_path / "old.ckpt")
     hparams = load_checkpoint(old)["hyper_parameters"]
     with pytest.raises(TypeError, match="trierec"):
@@ -113,7 +141,10 @@ def test_old_checkpoint_is_refused_by_hparams_readers_then_migrates(legacy, tmp_
     model.load_state_dict(ckpt["state_dict"])
     assert any(k.startswith("backbone.addons.0.abs_enc.") for k in ckpt["state_dict"])
     _, _, scores = _outputs(model)
-    assert torch.equal(scores, legacy["TIGER/True"]["scores"])
+    unmigrated = _build(TIGER, trierec=True)
+    unmigrated.load_state_dict(load_checkpoint(old)["state_dict"])  # old keys, mapped on the fly
+    assert torch.equal(scores, _outputs(unmigrated)[2])  # same process: bit for bit
+    torch.testing.assert_close(scores, legacy["TIGER/True"]["scores"], **CROSS_CPU)
 
 
 def test_old_trierec_weights_into_a_model_without_the_addon_are_refused(legacy) -> None:
