@@ -2,11 +2,11 @@
 refused with the migration command, cached exact scoring equals the uncached walk, and a toy add-on's hooks
 (auxiliary loss, logit adjustment) reach training and scoring.
 
-``fixtures/legacy_generative.pt`` was written once, on one CPU, by the code before TrieRec became an add-on
-(``fixtures/make_legacy.py``). Its floats are compared at the stated tolerance ``CROSS_CPU``, never bit for bit:
-another CPU (or ``ATEN_CPU_CAPABILITY=default``, which stands in for one) rounds random initialisation and
-matrix products differently, by about one ulp. Bit-identity is still checked where both sides are computed in
-this process (the old-format and the migrated checkpoint score identically)."""
+``fixtures/legacy_generative.pt`` was written once, on one CPU, by the code before TrieRec became an
+add-on (``fixtures/make_legacy.py``). Its floats are compared at the stated tolerance ``CROSS_CPU``, never
+bit for bit: another CPU (or ``ATEN_CPU_CAPABILITY=default``, which stands in for one) rounds random
+initialisation and matrix products differently, by about one ulp. Bit-identity is still checked where both
+sides are computed in this process (the old-format and the migrated checkpoint score identically)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ CLASSES = {"TIGER": TIGER, "SIDDecoder": SIDDecoder}
 #: 4.8e-7 and initial weights 1.3e-6 (normal_ draws of magnitude ~4); a changed parameter-creation order or
 #: forward pass moves values by orders of magnitude more.
 CROSS_CPU = {"rtol": 1e-5, "atol": 1e-5}
-#: the former flag's TrieRec tables (old key prefixes): zero at initialisation, redrawn in the fixture checkpoint
+#: the former flag's TrieRec tables (old key prefixes): zero at initialisation, redrawn in the fixture's
+#: checkpoint
 TRIEREC_TABLES = ("backbone.abs_enc.", "backbone.rel_bias.")
 
 
