@@ -13,7 +13,10 @@ Conventions
 * Dense ids are assigned in order of first appearance in the source file, as
   RecBole does, so that the two frameworks see the same id space.
 * ``user_ids[u]`` / ``item_ids[i]`` map a dense id back to the raw id (a string);
-  index 0 holds ``"[PAD]"``.
+  index 0 holds ``"[PAD]"``. Integer raw ids stay integers until these maps
+  are built: the dense ids come from one hash pass over the integers
+  (``pandas.factorize``, first-appearance order) and only the distinct ids are
+  turned into strings, so a 10M-row table never holds a string per row.
 * Rows are stored sorted by (user, timestamp) with a *stable* sort: ties in
   time keep their file order (as RecBole does), so splits are comparable.
 * ``label`` is the signed feedback: +1 liked, -1 disliked, 0 unknown; see
@@ -29,6 +32,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 PAD = "[PAD]"
 
@@ -149,24 +153,32 @@ class Interactions:
         *,
         item_features: dict[Any, dict[str, Any]] | None = None,
         name: str = "interactions",
+        user_prefix: str = "",
+        item_prefix: str = "",
     ) -> "Interactions":
         """Build from raw ids (any hashable values, stringified).
 
-        Dense ids are assigned in order of first appearance. ``item_features``
-        maps a raw item id to a dict with optional keys ``title``,
-        ``categories``, ``year``; items without an interaction are dropped.
+        Dense ids are assigned in order of first appearance. Integer id arrays
+        are mapped as integers (no per-row strings); only the distinct ids
+        become the strings of ``user_ids``/``item_ids``, which equal what
+        stringifying every row would give. ``user_prefix``/``item_prefix`` are
+        put in front of every raw id in those maps (the synthetic generator's
+        ``"u7"``/``"i12"``), so integer ids can carry a readable name without a
+        string per row. ``item_features`` maps a raw item id (as it appears in
+        ``item_ids``) to a dict with optional keys ``title``, ``categories``,
+        ``year``; items without an interaction are dropped.
         Labels default to 0 (unknown); use :func:`recframe.data.filters.signed_labels`
         to derive them from ratings.
         """
-        users = np.asarray(users).astype(str)
-        items = np.asarray(items).astype(str)
+        users = np.asarray(users)
+        items = np.asarray(items)
         n = len(users)
         if len(items) != n:
             raise DataError(f"{name}: {n} user ids but {len(items)} item ids; every row needs both.")
         if n == 0:
             raise DataError(f"{name}: no interactions. Check the source file and the filters applied.")
-        u_raw, u_dense = _dense_ids(users)
-        i_raw, i_dense = _dense_ids(items)
+        u_raw, u_dense = dense_ids(users, user_prefix)
+        i_raw, i_dense = dense_ids(items, item_prefix)
         ts = np.arange(n, dtype=np.float64) if timestamps is None else np.asarray(timestamps, np.float64)
         if not np.isfinite(ts).all():
             row = int(np.flatnonzero(~np.isfinite(ts))[0])
@@ -176,15 +188,15 @@ class Interactions:
         lb = np.zeros(n, dtype=np.int8) if labels is None else np.asarray(labels, dtype=np.int8)
         feats = None
         if item_features:
-            feats = _features_from_dict(item_features, i_raw)
+            feats = _features_from_dict(item_features, i_raw[1:])
         inter = cls(
             user=u_dense,
             item=i_dense,
             timestamp=ts,
             rating=rt,
             label=lb,
-            user_ids=np.concatenate([[PAD], u_raw]).astype(object),
-            item_ids=np.concatenate([[PAD], i_raw]).astype(object),
+            user_ids=u_raw,
+            item_ids=i_raw,
             item_features=feats,
             name=name,
         )
@@ -192,10 +204,8 @@ class Interactions:
 
     def _sorted(self) -> "Interactions":
         """Rows ordered by (user, timestamp), stable in file order on ties."""
-        order = np.lexsort((self.timestamp, self.user))  # lexsort is stable
-        if np.array_equal(order, np.arange(len(order))):
-            return self
-        return self._take(order)
+        order = sort_order(self.user, self.timestamp)
+        return self if order is None else self._take(order)
 
     def _take(self, index: np.ndarray) -> "Interactions":
         return replace(
@@ -332,13 +342,50 @@ class Interactions:
         )._sorted()
 
 
-def _dense_ids(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Dense ids ``1..k`` in order of first appearance, plus the raw-id table."""
-    uniq, first, inverse = np.unique(raw, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # unique values in appearance order
-    rank = np.empty(len(uniq), dtype=np.int64)
-    rank[order] = np.arange(1, len(uniq) + 1)
-    return uniq[order], rank[inverse.ravel()]
+def dense_ids(raw: np.ndarray, prefix: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Dense ids ``1..k`` in order of first appearance, and the raw-id map.
+
+    Returns ``(id_map, dense)``: ``id_map`` is an object array of ``k + 1``
+    strings (``"[PAD]"`` then ``prefix + str(raw id)`` in order of first
+    appearance) and ``dense`` the int64 dense id of every row.
+
+    Integer arrays are factorised as integers (one hash pass, no string per
+    row) and only the ``k`` distinct values are stringified; arrays of Python
+    strings are factorised as they are; anything else (floats, bools, mixed
+    objects) is stringified row by row first, as every raw id is compared as
+    its string. All three give the same ids and maps as stringifying every row
+    and ranking the distinct strings by first appearance.
+    """
+    if raw.dtype.kind not in "iuUO" or (raw.dtype.kind == "O" and pd.api.types.infer_dtype(
+            raw, skipna=False) != "string"):
+        raw = raw.astype(str)
+    codes, uniques = pd.factorize(raw, sort=False, use_na_sentinel=False)
+    dense = codes.astype(np.int64, copy=False)
+    dense += 1
+    names = uniques.astype(str) if uniques.dtype.kind in "iu" else uniques
+    if prefix:
+        names = np.char.add(prefix, names.astype(str))
+    id_map = np.empty(len(uniques) + 1, dtype=object)
+    id_map[0] = PAD
+    id_map[1:] = names
+    return id_map, dense
+
+
+def sort_order(user: np.ndarray, timestamp: np.ndarray) -> np.ndarray | None:
+    """The stable (user, timestamp) order of the rows, or ``None`` when they already are in it.
+
+    One linear pass checks the order first, so sorted sources (the synthetic
+    generator, most logs) skip the ``O(n log n)`` lexsort and its index array.
+    Ties in time keep their row order (lexsort is stable).
+    """
+    if len(user) < 2:
+        return None
+    u0, u1 = user[:-1], user[1:]
+    ordered = u1 > u0
+    ordered |= (u1 == u0) & (timestamp[1:] >= timestamp[:-1])
+    if ordered.all():
+        return None
+    return np.lexsort((timestamp, user))
 
 
 def _features_from_dict(features: dict[Any, dict[str, Any]], item_raw: np.ndarray) -> ItemFeatures:

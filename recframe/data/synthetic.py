@@ -29,13 +29,13 @@ Deterministic under ``seed``; about 0.1 s for 1,000 users.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from recframe.data.filters import signed_labels
-from recframe.data.interactions import Interactions
+from recframe.data.interactions import Interactions, ItemFeatures, sort_order
 
 _THEMES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Space", ("star", "orbit", "rocket", "galaxy", "comet", "nebula", "planet", "moon")),
@@ -150,73 +150,56 @@ def make_synthetic(
     at = np.minimum(lo + (rng.random(n_users) * (hi - lo + 1)).astype(np.int64), lengths - 1)
     drift_at = np.where(has_drift, at, -1)
 
+    # rows: every per-row draw is reduced to what the rows need as soon as it is drawn (same draw order
+    # as a per-row loop would consume, so a seed gives the same table at any size)
     total = int(lengths.sum())
-    r_off, r_seq, r_pop = rng.random(total), rng.random(total), rng.random(total)
-    r_other = rng.integers(1, max(n_clusters, 2), size=total)
-    noise = rng.normal(0.0, rating_noise, size=total)
-    gaps = np.floor(rng.exponential(mean_gap_s, size=total)) + 1.0
-    starts = start_time + np.floor(rng.random(n_users) * 180 * 86_400.0)
-
-    def popular(cluster: int, r: float) -> int:
-        """A popularity-weighted item of ``cluster`` for the uniform draw ``r``."""
-        k = min(int(np.searchsorted(cum_pop[cluster], r)), len(members[cluster]) - 1)
-        return int(members[cluster][k])
-
-    items_out = np.empty(total, dtype=np.int64)
-    in_cluster = np.empty(total, dtype=bool)
-    user_of_row = np.repeat(np.arange(n_users), lengths)
-    pos = 0
-    for u in range(n_users):
-        cluster, cur = int(u_cluster[u]), -1
-        for t in range(int(lengths[u])):
-            if t == drift_at[u]:
-                cluster, cur = int(u_late[u]), -1
-            if r_off[pos] < dislike_rate:  # an off-cluster pick (mostly disliked)
-                pick = popular((cluster + int(r_other[pos])) % n_clusters, r_pop[pos])
-                in_cluster[pos] = False
-            else:  # follow the cluster's cycle, or restart at a popular item
-                cur = int(successor0[cur]) if cur >= 0 and r_seq[pos] < seq_strength else -1
-                if cur < 0:
-                    cur = popular(cluster, r_pop[pos])
-                pick = cur
-                in_cluster[pos] = True
-            items_out[pos] = pick
-            pos += 1
-
-    base = np.where(in_cluster, 4.3, 1.7)
-    ratings = np.clip(np.rint(base + quality[items_out] + noise), 1, 5)
     first = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    offsets = np.cumsum(gaps) - np.repeat(np.cumsum(gaps)[first] - gaps[first], lengths)
-    timestamps = np.repeat(starts, lengths) + offsets
+    late = _after_drift(lengths, first, drift_at)
+    cluster = np.where(late, np.repeat(u_late, lengths), np.repeat(u_cluster, lengths))
+    in_cluster = rng.random(total) >= dislike_rate  # an off-cluster pick (mostly disliked) otherwise
+    follow = rng.random(total) < seq_strength  # next in-cluster item = successor of the previous one
+    r_pop = rng.random(total)
+    r_other = rng.integers(1, max(n_clusters, 2), size=total)
+    source = np.where(in_cluster, cluster, (cluster + r_other) % n_clusters)  # cluster each pick comes from
+    del r_other
+    items_out = _pick_items(in_cluster, follow, late, lengths, first, source, r_pop, members, cum_pop,
+                            successor0)
+    del follow, r_pop, source, cluster
+    noise = rng.normal(0.0, rating_noise, size=total)
+    ratings = quality[items_out]
+    ratings += np.where(in_cluster, 4.3, 1.7)
+    ratings += noise
+    del noise
+    np.clip(np.rint(ratings, out=ratings), 1, 5, out=ratings)
+    timestamps = np.floor(rng.exponential(mean_gap_s, size=total))
+    timestamps += 1.0  # the gaps
+    gap_first = timestamps[first]
+    np.cumsum(timestamps, out=timestamps)
+    base = timestamps[first] - gap_first  # per user: the cumulative gaps before the first row
+    starts = start_time + np.floor(rng.random(n_users) * 180 * 86_400.0)
+    timestamps -= np.repeat(base, lengths)  # offsets from the user's start
+    timestamps += np.repeat(starts, lengths)
+    del base, gap_first
 
     names = [_THEMES[c][0] if c < len(_THEMES) else f"Genre-{c}" for c in range(n_clusters)]
-    features = {}
-    for c, items in enumerate(members):
-        words = _THEMES[c][1] if c < len(_THEMES) else tuple(f"topic{c}w{k}" for k in range(8))
-        for j, i in enumerate(sorted(items)):
-            w1, w2 = words[j % len(words)], words[(j // len(words) + 3 * j + 1) % len(words)]
-            features[f"i{i + 1}"] = {
-                "title": f"{w1.title()} {w2} {j + 1}",
-                "categories": [names[c]],
-                "year": int(1970 + rng.integers(0, 50)),
-            }
+    user_of_row = np.repeat(np.arange(1, n_users + 1), lengths)
+    items_out += 1  # raw ids 1..n_items, written "u7" / "i12" in the id maps
+    inter = Interactions.from_raw(user_of_row, items_out, timestamps, ratings, name=name,
+                                  user_prefix="u", item_prefix="i")
+    del ratings
+    # rows are generated user by user in time order, users in first-appearance order, so from_raw keeps
+    # the row order; the check makes that an invariant rather than an assumption
+    if inter.n_users != n_users or sort_order(inter.user, inter.timestamp) is not None:
+        raise RuntimeError("make_synthetic: rows are not in (user, time) order; the generator is broken")
+    del user_of_row, timestamps, items_out
 
-    inter = Interactions.from_raw(
-        np.char.add("u", (user_of_row + 1).astype(str)),
-        np.char.add("i", (items_out + 1).astype(str)),
-        timestamps,
-        ratings,
-        item_features=features,
-        name=name,
-    )
-    inter = signed_labels(inter)
-
-    # ground truth in the table's dense id space
-    u_dense = np.array([inter.user_index(f"u{u + 1}") for u in range(n_users)])
-    order = np.lexsort((timestamps, u_dense[user_of_row]))  # the order from_raw sorted rows into
+    # ground truth in the table's dense id space (dense user u + 1 is raw user u)
     raw_item_to_dense = np.zeros(n_items, dtype=np.int64)
-    for dense, raw in enumerate(inter.item_ids[1:], start=1):
-        raw_item_to_dense[int(raw[1:]) - 1] = dense
+    raw_item_to_dense[_raw_integers(inter.item_ids, "i") - 1] = np.arange(1, inter.n_items + 1)
+    year = 1970 + rng.integers(0, 50, size=n_items)  # drawn in the (cluster, raw id) order of the titles
+    inter = replace(inter, item_features=_item_features(members, names, year, raw_item_to_dense,
+                                                        inter.n_items))
+    inter = signed_labels(inter)
     item_cluster = np.full(inter.n_items + 1, -1, dtype=np.int64)
     successor = np.zeros(inter.n_items + 1, dtype=np.int64)
     present = np.flatnonzero(raw_item_to_dense)
@@ -225,7 +208,7 @@ def make_synthetic(
 
     def per_user(values: np.ndarray, pad: int) -> np.ndarray:
         out = np.full(inter.n_users + 1, pad, dtype=np.int64)
-        out[u_dense] = values
+        out[1:] = values
         return out
 
     return SyntheticData(
@@ -235,10 +218,108 @@ def make_synthetic(
         drift_step=per_user(drift_at, -1),
         item_cluster=item_cluster,
         successor=successor,
-        row_in_cluster=in_cluster[order],
+        row_in_cluster=in_cluster,
         category_names=names,
         params=params,
     )
+
+
+def _after_drift(lengths: np.ndarray, first: np.ndarray, drift_at: np.ndarray) -> np.ndarray:
+    """Per row: the user's preference has already switched (position >= the user's drift step >= 0)."""
+    step = np.repeat(drift_at, lengths)
+    has = step >= 0
+    step += np.repeat(first, lengths)  # the drift step as a row number
+    return has & (np.arange(len(step)) >= step)
+
+
+def _popular(clusters: np.ndarray, r: np.ndarray, members: list[np.ndarray],
+             cum_pop: list[np.ndarray]) -> np.ndarray:
+    """Popularity-weighted items: per row, the item of cluster ``clusters[k]`` that draw ``r[k]`` hits."""
+    out = np.empty(len(clusters), dtype=np.int64)
+    small = np.int16 if len(members) <= np.iinfo(np.int16).max else np.int64
+    by_cluster = np.argsort(clusters.astype(small), kind="stable")  # radix sort for small ints
+    bounds = np.searchsorted(clusters[by_cluster], np.arange(len(members) + 1))
+    for c, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
+        rows = by_cluster[start:stop]
+        k = np.minimum(np.searchsorted(cum_pop[c], r[rows]), len(members[c]) - 1)
+        out[rows] = members[c][k]
+    return out
+
+
+def _pick_items(in_cluster: np.ndarray, follow: np.ndarray, late: np.ndarray, lengths: np.ndarray,
+                first: np.ndarray, source: np.ndarray, r_pop: np.ndarray, members: list[np.ndarray],
+                cum_pop: list[np.ndarray], successor0: np.ndarray) -> np.ndarray:
+    """The item of every row (0-based raw ids), vectorised over rows.
+
+    The sequential rule per user: an off-cluster row is a popular item of its
+    ``source`` cluster and leaves the user's chain alone; an in-cluster row
+    continues the chain (the planted successor of the previous in-cluster item)
+    when ``follow`` and there is a previous in-cluster item since the history
+    began or the preference switched, else it restarts the chain at a popular
+    item of the preferred cluster. So every in-cluster row is ``successor^s`` of
+    the item its chain restarted at, ``s`` rows of that chain earlier, which is
+    computed for all rows at once by binary lifting over ``successor0``.
+    """
+    total = len(in_cluster)
+    seg_start = np.zeros(total, dtype=bool)  # the chain is empty here: history start or drift step
+    seg_start[first[lengths > 0]] = True
+    seg_start[1:] |= late[1:] & ~late[:-1]
+    del late
+    chain_rows = np.flatnonzero(in_cluster)
+    # an in-cluster row restarts when no in-cluster row of its segment precedes it, or it does not follow
+    segment = np.cumsum(seg_start)[chain_rows]
+    restart = ~follow[chain_rows]
+    restart[0:1] = True
+    restart[1:] |= segment[1:] != segment[:-1]
+    del segment
+    picks = np.where(~in_cluster)[0]
+    starts_at = chain_rows[restart]
+    popular_rows = np.sort(np.concatenate([picks, starts_at]))
+    items = np.zeros(total, dtype=np.int64)
+    items[popular_rows] = _popular(source[popular_rows], r_pop[popular_rows], members, cum_pop)
+    # steps since the chain's restart, then successor^steps of the restart item
+    run = np.cumsum(restart) - 1
+    steps = np.arange(len(chain_rows)) - np.flatnonzero(restart)[run]
+    chain_items = items[starts_at][run]
+    del run, restart
+    power = successor0.copy()
+    bit = 0
+    while len(steps) and (1 << bit) <= int(steps.max()):
+        hop = (steps >> bit) & 1 == 1
+        chain_items[hop] = power[chain_items[hop]]
+        power = power[power]
+        bit += 1
+    items[chain_rows] = chain_items
+    return items
+
+
+def _raw_integers(id_map: np.ndarray, prefix: str) -> np.ndarray:
+    """The integers of an id map's ``prefix + str(int)`` entries (padding row left out)."""
+    return np.char.lstrip(id_map[1:].astype(str), prefix).astype(np.int64)
+
+
+def _item_features(members: list[np.ndarray], names: list[str], year: np.ndarray,
+                   raw_item_to_dense: np.ndarray, n_dense: int) -> ItemFeatures:
+    """Titles from the cluster's theme words, the cluster's category and a release year, per dense item.
+
+    Within a cluster, the ``j``-th item by raw id gets title words ``j`` and year ``year[k]``, ``k``
+    counting items cluster by cluster in raw-id order. Items that never occur are left out.
+    """
+    title = np.full(n_dense + 1, "", dtype=object)
+    categories: list[list[str]] = [[] for _ in range(n_dense + 1)]
+    years = np.zeros(n_dense + 1, dtype=np.int64)
+    k = 0
+    for c, items in enumerate(members):
+        words = _THEMES[c][1] if c < len(_THEMES) else tuple(f"topic{c}w{w}" for w in range(8))
+        for j, i in enumerate(np.sort(items).tolist()):
+            dense = int(raw_item_to_dense[i])
+            if dense:
+                w1, w2 = words[j % len(words)], words[(j // len(words) + 3 * j + 1) % len(words)]
+                title[dense] = f"{w1.title()} {w2} {j + 1}"
+                categories[dense] = [names[c]]
+                years[dense] = year[k]
+            k += 1
+    return ItemFeatures(title=title, categories=categories, year=years)
 
 
 def _check(
