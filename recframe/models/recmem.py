@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor, nn
@@ -81,7 +81,7 @@ from recframe.models.layers import (
     init_transformer_weights,
     sequence_attention_mask,
 )
-from recframe.models.losses import next_item_loss
+from recframe.models.losses import NextItemLoss
 
 
 def gated_update(old: Tensor, write: Tensor, gate: Tensor) -> Tensor:
@@ -205,7 +205,10 @@ class RecMem(EmbeddingModel):
             segments = 1,024 items at ``S = 32``, above ML-100K's longest history).
         state_queries: slots query the segment with their current content (``True``) or with learned
             slot ids only (``False``, exact contraction ``rho = g_max``).
-        loss_type: ``ce`` (full softmax) or ``sampled`` (sampled softmax, ``n_negatives`` negatives).
+        loss_type: ``ce`` (full softmax), ``chunked`` (the same in item chunks of ``chunk_size``),
+            ``sampled`` (uncorrected sampled softmax, ``n_negatives`` negatives) or ``sampled_logq``
+            (logQ-corrected, in-batch plus ``n_negatives`` ``sampler`` negatives); see
+            :func:`recframe.models.losses.next_item_loss`.
     """
 
     train_batch: ClassVar[str] = "sequence"
@@ -216,8 +219,10 @@ class RecMem(EmbeddingModel):
                  dropout: float = 0.2, attn_dropout: float = 0.2, bptt_segments: int | None = 16,
                  gate_max: float = 0.99, gate_init: Literal["chrono", "constant"] = "chrono",
                  gate_bias: float = 4.0, chrono_max_folds: int = 32, state_queries: bool = True,
-                 loss_type: Literal["ce", "sampled"] = "ce", n_negatives: int = 256, lr: float = 1e-3,
-                 weight_decay: float = 0.0, optimizer: Literal["adam", "adamw"] = "adam") -> None:
+                 loss_type: Literal["ce", "chunked", "sampled", "sampled_logq"] = "ce",
+                 n_negatives: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
+                 optimizer: Literal["adam", "adamw"] = "adam",
+                 chunk_size: int = 8192, sampler: Literal["uniform", "popularity"] = "uniform") -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
         for key, value in (("segment_len", segment_len), ("n_slots", n_slots), ("max_len", max_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -238,6 +243,7 @@ class RecMem(EmbeddingModel):
         self.max_len, self.segment_len, self.n_slots = max_len, segment_len, n_slots
         self.bptt_segments = bptt_segments
         self.loss_type, self.n_negatives = loss_type, n_negatives
+        self.next_item = NextItemLoss(n_items, loss_type, n_negatives, chunk_size, sampler)
         self.item_emb = nn.Embedding(n_items + 1, hidden, padding_idx=0)
         self.seg_pos = nn.Embedding(segment_len, hidden)
         self.mem_pos = nn.Embedding(n_slots, hidden)
@@ -322,8 +328,10 @@ class RecMem(EmbeddingModel):
         hidden = self.decode(before.flatten(0, 1)[used], seg_in.flatten(0, 1)[used])
         target = seg_tg.flatten(0, 1)[used]
         keep = target > 0
-        return next_item_loss(hidden[keep], target[keep], self.item_emb.weight, self.loss_type,
-                              self.n_negatives)
+        return self.next_item(hidden[keep], target[keep], self.item_emb.weight)
+
+    def bind_data(self, train: Any) -> None:
+        self.next_item.bind_counts(train.item_popularity())
 
     def loss_terms(self, batch: dict[str, Tensor]) -> int:
         return int((batch["target"] > 0).sum())

@@ -4,9 +4,14 @@ Choices, stated:
 
 * Trained on **all positions** of each window with a causal mask (as the
   paper), and by default with cross-entropy over the **full catalogue**
-  (``loss_type="ce"``, as RecBole's ``CE``); ``loss_type="sampled"`` uses a
-  sampled softmax over ``n_negatives`` uniform negatives shared by the batch,
-  with accidental hits masked (uniform proposal, so no log-Q correction).
+  (``loss_type="ce"``, as RecBole's ``CE``). For large catalogues,
+  ``loss_type="chunked"`` computes the same cross-entropy in item chunks of
+  ``chunk_size`` (memory positions x chunk, not positions x items) and
+  ``loss_type="sampled_logq"`` a sampled softmax with logQ correction over
+  in-batch plus ``n_negatives`` uniform or popularity negatives (``sampler``).
+  ``loss_type="sampled"`` is the uncorrected sampled softmax over
+  ``n_negatives`` uniform negatives shared by the batch, accidental hits masked.
+  All four are :func:`recframe.models.losses.next_item_loss`.
 * Pre-norm transformer blocks with GELU, learned absolute positions, item
   embeddings tied between input and output, weights ~ N(0, 0.02).
 * Padding keys are masked in attention (the original code lets real tokens
@@ -17,13 +22,13 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
+from recframe.data.interactions import Interactions
 from recframe.models.addons import EmbeddingAddon
 from recframe.models.base import EmbeddingModel
 from recframe.models.layers import TransformerBlock, encode_sequence, init_transformer_weights
+from recframe.models.losses import NextItemLoss
 
 
 class SASRec(EmbeddingModel):
@@ -38,8 +43,11 @@ class SASRec(EmbeddingModel):
         inner: feed-forward width.
         dropout: dropout on embeddings and residual branches.
         attn_dropout: dropout on attention weights.
-        loss_type: ``ce`` (full softmax) or ``sampled`` (sampled softmax).
-        n_negatives: negatives for the sampled softmax.
+        loss_type: ``ce`` (full softmax), ``chunked`` (the same, in item chunks), ``sampled``
+            (uncorrected sampled softmax) or ``sampled_logq`` (sampled softmax with logQ correction).
+        n_negatives: sampled negatives of ``sampled`` and ``sampled_logq``.
+        chunk_size: items per chunk of ``chunked``.
+        sampler: ``uniform`` or ``popularity`` negatives of ``sampled_logq``.
         n_kv_heads: key/value heads for grouped-query attention (``None``: one per query head, the
             original SASRec); must divide ``n_heads``.
         addons: embedding add-ons (:class:`~recframe.models.addons.EmbeddingAddon`, e.g.
@@ -51,16 +59,19 @@ class SASRec(EmbeddingModel):
 
     def __init__(self, n_items: int, n_users: int = 0, max_len: int = 50, hidden: int = 64,
                  n_layers: int = 2, n_heads: int = 2, inner: int = 256, dropout: float = 0.2,
-                 attn_dropout: float = 0.2, loss_type: Literal["ce", "sampled"] = "ce",
+                 attn_dropout: float = 0.2,
+                 loss_type: Literal["ce", "chunked", "sampled", "sampled_logq"] = "ce",
                  n_negatives: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
                  optimizer: Literal["adam", "adamw"] = "adam", n_kv_heads: int | None = None,
-                 addons: list[EmbeddingAddon] | None = None) -> None:
+                 addons: list[EmbeddingAddon] | None = None, chunk_size: int = 8192,
+                 sampler: Literal["uniform", "popularity"] = "uniform") -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
         self.save_hyperparameters(ignore=["addons"])
         self.attach_addons(addons)
         self.max_len = max_len
         self.loss_type = loss_type
         self.n_negatives = n_negatives
+        self.next_item = NextItemLoss(n_items, loss_type, n_negatives, chunk_size, sampler)
         self.item_emb = nn.Embedding(n_items + 1, hidden, padding_idx=0)
         self.pos_emb = nn.Embedding(max_len, hidden)
         self.emb_drop = nn.Dropout(dropout)
@@ -82,17 +93,10 @@ class SASRec(EmbeddingModel):
         h = self.encode(batch["input"])
         target = batch["target"]
         keep = target > 0
-        h, target = h[keep], target[keep]
-        if self.loss_type == "ce":
-            logits = h @ self.item_emb.weight.T
-            logits[:, 0] = float("-inf")
-            return F.cross_entropy(logits, target)
-        neg = torch.randint(1, self.n_items + 1, (self.n_negatives,), device=h.device)
-        pos_logit = (h * self.item_emb(target)).sum(-1, keepdim=True)
-        neg_logit = h @ self.item_emb(neg).T
-        neg_logit = neg_logit.masked_fill(neg[None, :] == target[:, None], float("-inf"))
-        logits = torch.cat([pos_logit, neg_logit], dim=1)
-        return F.cross_entropy(logits, torch.zeros(len(target), dtype=torch.long, device=h.device))
+        return self.next_item(h[keep], target[keep], self.item_emb.weight)
+
+    def bind_data(self, train: Interactions) -> None:
+        self.next_item.bind_counts(train.item_popularity())
 
     def loss_terms(self, batch: dict[str, Tensor]) -> int:
         return int((batch["target"] > 0).sum())
