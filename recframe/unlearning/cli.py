@@ -1,7 +1,9 @@
 """``recframe unlearn --config FILE``: concept unlearning on a trained generative model checkpoint.
 
-The YAML config (``checkpoint`` and ``concept`` required; an unknown key or a wrong type is refused with a
-message naming it)::
+The YAML config (``checkpoint`` and ``concept`` required). Malformed YAML, an unknown key, a wrong type or a
+value out of range, in any method's settings too, is refused in one line naming the file and the key before
+the checkpoint loads and any method (or the retrain reference) trains; a missing checkpoint names the
+config that trains it::
 
     checkpoint: runs/decoder_collab_ml100k   # a checkpoint file, or a run folder (its best checkpoint)
     concept: genre == "Horror"            # recframe.unlearning.concepts
@@ -13,32 +15,33 @@ message naming it)::
       suppression: {threshold: 0.5, penalty: -1.0e+9}
       tracer: {coherence_weight: 1.0, representation_weight: 1.0, reassign: true, steps: 100, ...}
       tracer@no_reassign: {reassign: false}  # NAME@LABEL: another setting of a method, its own row
-    eval_batch_size: 256
+    eval_batch_size: 256                  # users per scoring batch, >= 1
     choose_on_validation: false           # true: score validation too and choose one setting per method
                                           # (recframe.unlearning.selection; list variants as NAME@LABEL)
     save_dir: runs/unlearn_horror         # unlearned checkpoints (<method>.ckpt); optional
     output: runs/unlearn_horror.json      # the report; optional
 
 The data are rebuilt from the checkpoint's stored config (``data:`` overrides single keys) and must have the
-checkpoint's data fingerprint.
+checkpoint's data fingerprint. Progress bars (stderr) follow the retrain reference and every fine-tuning
+method; ``--no-progress`` turns them off.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import inspect
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import torch
 import yaml
 
-from recframe.checkpoint_io import atomic_write
+from recframe.checkpoint_io import CheckpointError, atomic_write, best_checkpoint
 from recframe.data.interactions import DataError
+from recframe.yaml_config import check_value, in_file, read_yaml_config
 
-__all__ = ["TOP_KEYS", "load_config", "main"]
+__all__ = ["TOP_KEYS", "load_config", "main", "training_config"]
 
 TOP_KEYS = {
     "checkpoint": str,
@@ -50,86 +53,122 @@ TOP_KEYS = {
     "save_dir": str,
     "output": str,
 }
-
-
-def _method_keys() -> dict[str, list[str]]:
-    from recframe.unlearning.methods import FinetuneSettings
-    from recframe.unlearning.retrain import RetrainSettings
-    from recframe.unlearning.suppression import SuppressTokens
-    from recframe.unlearning.tracer import TracerSettings
-
-    loop = [f.name for f in dataclasses.fields(FinetuneSettings)]
-    return {
-        "retrain": [f.name for f in dataclasses.fields(RetrainSettings)],
-        "ga": loop,
-        "npo": [*loop, "beta"],
-        "suppression": [
-            "threshold",
-            *[p for p in inspect.signature(SuppressTokens).parameters if p != "prefixes"],
-        ],
-        "tracer": [*loop, *(f.name for f in dataclasses.fields(TracerSettings))],
-    }
+EXAMPLE = "configs/unlearn_ml100k_horror.yaml"
 
 
 def load_config(source: str | Path | dict[str, Any]) -> dict[str, Any]:
-    """Read and validate an unlearning config (a YAML path or a parsed dict); the concept is parsed."""
-    from recframe.unlearning.concepts import parse_concept
+    """Read and validate an unlearning config (a YAML path or a parsed dict); the concept is parsed.
 
+    Every method's settings are checked here (:func:`recframe.unlearning.settings.parse_methods`), so a bad
+    setting of any method is refused before the first one runs; ``methods`` holds the checked settings.
+
+    Raises:
+        DataError: one line naming the file (for a path) and the key.
+    """
     if isinstance(source, dict):
-        raw = dict(source)
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise DataError(
-                f"--config {path}: no such file; give an unlearning YAML config "
-                "(e.g. configs/unlearn_ml100k_horror.yaml)."
-            )
-        raw = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(raw, dict):
-        raise DataError("the unlearning config must be a mapping with keys " + ", ".join(sorted(TOP_KEYS)))
+        return _validate(dict(source))
+    raw = read_yaml_config(source, "an unlearning", EXAMPLE)
+    with in_file(source):
+        return _validate(raw)
+
+
+def _validate(raw: dict[str, Any]) -> dict[str, Any]:
+    from recframe.unlearning.concepts import parse_concept
+    from recframe.unlearning.settings import parse_methods
+
     for key, value in raw.items():
         if key not in TOP_KEYS:
             raise DataError(f"{key}: unknown key; valid keys: {sorted(TOP_KEYS)}")
-        if value is not None and not isinstance(value, TOP_KEYS[key]):
-            raise DataError(f"{key}: expected {TOP_KEYS[key].__name__}, got {value!r}")
+        if value is not None:
+            raw[key] = check_value(value, TOP_KEYS[key], str(key))
     for key in ("checkpoint", "concept"):
         if not raw.get(key):
             raise DataError(
                 f"{key}: missing; the config needs checkpoint (a trained generative model's "
                 'checkpoint) and concept (e.g. genre == "Horror").'
             )
+    batch = raw.get("eval_batch_size")
+    if batch is not None and batch < 1:
+        raise DataError(f"eval_batch_size: {batch}; it must be >= 1 (e.g. 256), or leave it out for 256.")
     raw["concept"] = parse_concept(raw["concept"])
-    methods = raw.get("methods") or {"suppression": {}, "tracer": {}}
-    known = _method_keys()
-    for name, settings in methods.items():
-        kind = name.split("@", 1)[0]  # NAME@LABEL: a variant of NAME (recframe.unlearning.pipeline)
-        if kind not in known:
-            raise DataError(
-                f"methods.{name}: unknown method; choose from {sorted(known)} (or NAME@LABEL for a variant)"
-            )
-        if settings is not None and not isinstance(settings, dict):
-            raise DataError(f"methods.{name}: expected a mapping of settings, got {settings!r}")
-        for key in settings or {}:
-            if key not in known[kind]:
-                raise DataError(f"methods.{name}.{key}: unknown setting; {kind} takes {known[kind]}")
-    raw["methods"] = {k: dict(v or {}) for k, v in methods.items()}
+    methods = parse_methods(raw.get("methods") or {"suppression": {}, "tracer": {}})
+    raw["methods"] = {name: dict(m.given) for name, m in methods.items()}
     return raw
 
 
+def _run_folder(config: Any) -> Path | None:
+    """The run folder a ``recframe fit`` config's logger writes (``save_dir/name``), if it names one."""
+    trainer = config.get("trainer") if isinstance(config, dict) else None
+    logger = trainer.get("logger") if isinstance(trainer, dict) else None
+    args = logger.get("init_args") if isinstance(logger, dict) else None
+    if not isinstance(args, dict) or not isinstance(args.get("name"), str):
+        return None
+    return Path(str(args.get("save_dir") or ".")) / args["name"]
+
+
+def training_config(checkpoint: str | Path, roots: Iterable[str | Path]) -> Path | None:
+    """The ``recframe fit`` config (a YAML file under one of ``roots``) whose logger writes the run folder
+    that ``checkpoint`` names or lies in; ``None`` when no config does."""
+    target = Path(checkpoint).resolve()
+    for root in dict.fromkeys(Path(r).resolve() for r in roots):
+        for path in sorted(root.rglob("*.yaml")) if root.is_dir() else []:
+            try:
+                run = _run_folder(yaml.safe_load(path.read_text(encoding="utf-8")))
+            except (yaml.YAMLError, OSError, UnicodeDecodeError):
+                continue
+            if run is not None and (target == run.resolve() or run.resolve() in target.parents):
+                return path
+    return None
+
+
+def _checkpoint_hint(checkpoint: str, config: str | Path) -> str:
+    """How to get the checkpoint: the config that trains it (searched next to ``config`` and in
+    ``configs/``)."""
+    trainer = training_config(checkpoint, [Path(config).parent, Path("configs")])
+    if trainer is None:
+        return ("train the generative model first (recframe fit --config <its config>) and name its run "
+                "folder or a checkpoint file under checkpoint:.")
+    try:
+        shown = trainer.relative_to(Path.cwd())
+    except ValueError:
+        shown = trainer
+    return f"it is trained by {shown}: run recframe fit --config {shown} first."
+
+
+def _load_checkpoint(checkpoint: str, config: str | Path) -> tuple[Any, dict[str, Any]]:
+    """The model and checkpoint dict; a missing checkpoint names the config that trains it."""
+    from recframe.unlearning.pipeline import load_generative
+
+    path = Path(checkpoint)
+    if not path.exists():
+        raise CheckpointError(f"{config}: checkpoint: {checkpoint} does not exist; "
+                              f"{_checkpoint_hint(checkpoint, config)}")
+    if path.is_dir():
+        try:
+            path = best_checkpoint(path)
+        except CheckpointError as exc:
+            hint = _checkpoint_hint(checkpoint, config)
+            raise CheckpointError(f"{config}: checkpoint: {exc} ({hint})") from None
+    return load_generative(path)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``recframe unlearn --config FILE [--output JSON] [--save_dir DIR]``."""
-    from recframe.unlearning.pipeline import data_settings, load_generative, report_table, run_unlearning
+    """``recframe unlearn --config FILE [--output JSON] [--save_dir DIR] [--no-progress]``."""
+    from recframe.unlearning.pipeline import data_settings, report_table, run_unlearning
 
     parser = argparse.ArgumentParser(prog="recframe unlearn", description=__doc__.splitlines()[0])
     parser.add_argument("--config", "-c", required=True, help="unlearning YAML config")
     parser.add_argument("--output", help="report JSON (overrides the config's output)")
     parser.add_argument("--save_dir", help="where unlearned checkpoints go (overrides the config)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                        help="progress bars on stderr while the reference retrains and each method "
+                        "fine-tunes (default: on)")
     ns = parser.parse_args(argv)
     if ns.threads:
         torch.set_num_threads(ns.threads)
     cfg = load_config(ns.config)
-    model, ckpt = load_generative(cfg["checkpoint"])
+    model, ckpt = _load_checkpoint(cfg["checkpoint"], ns.config)
     data = data_settings(ckpt, cfg.get("data"))
     save_dir = ns.save_dir or cfg.get("save_dir")
     if save_dir:
@@ -142,9 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg["concept"],
         cfg["methods"],
         save_dir=save_dir,
-        eval_batch_size=int(cfg.get("eval_batch_size") or 256),
+        eval_batch_size=cfg.get("eval_batch_size") or 256,
         expect_fingerprint=stored,
         stages=("valid", "test") if cfg.get("choose_on_validation") else ("test",),
+        progress=ns.progress,
     )
     report["checkpoint"] = cfg["checkpoint"]
     report["data_fingerprint"] = stored

@@ -19,8 +19,9 @@ import torch
 from torch import Tensor
 
 from recframe.unlearning.objectives import Examples, ga_loss, npo_loss, retain_nll
+from recframe.yaml_config import require
 
-__all__ = ["FinetuneSettings", "clone_model", "finetune", "run_ga", "run_npo"]
+__all__ = ["FinetuneSettings", "NPOSettings", "clone_model", "finetune", "run_ga", "run_npo"]
 
 Batch = tuple[Tensor, Tensor]
 
@@ -46,11 +47,24 @@ class FinetuneSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.steps < 0 or self.batch_size < 1 or self.lr <= 0 or self.retain_weight < 0:
-            raise ValueError(
-                f"fine-tuning settings need steps >= 0, batch_size >= 1, lr > 0 and "
-                f"retain_weight >= 0; got {self}."
-            )
+        require(self.steps >= 0, "steps", self.steps, ">= 0")
+        require(self.batch_size >= 1, "batch_size", self.batch_size, ">= 1")
+        require(self.lr > 0, "lr", self.lr, "> 0 (e.g. 1.0e-4)")
+        require(self.retain_weight >= 0, "retain_weight", self.retain_weight, ">= 0")
+
+
+@dataclass
+class NPOSettings:
+    """NPO's own setting (the loop's settings are :class:`FinetuneSettings`).
+
+    Args:
+        beta: inverse temperature of the NPO loss (``> 0``).
+    """
+
+    beta: float = 0.1
+
+    def __post_init__(self) -> None:
+        require(self.beta > 0, "beta", self.beta, "> 0 (e.g. 0.1)")
 
 
 def clone_model(model: Any, codes: np.ndarray | None = None) -> Any:

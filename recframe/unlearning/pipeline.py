@@ -14,6 +14,7 @@ Every model is scored exactly (full catalogue) on the original data's test cases
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import time
 from collections.abc import Callable, Iterator
@@ -28,11 +29,17 @@ from recframe.checkpoint_io import CheckpointError, atomic_write, best_checkpoin
 from recframe.data.datamodule import RecDataModule
 from recframe.data.interactions import DataError
 from recframe.unlearning.concepts import Concept
-from recframe.unlearning.methods import FinetuneSettings, run_ga, run_npo
+from recframe.unlearning.methods import FinetuneSettings, NPOSettings, run_ga, run_npo
 from recframe.unlearning.metrics import UnlearningMetrics, evaluate_unlearning
 from recframe.unlearning.objectives import Examples
 from recframe.unlearning.retrain import RetrainSettings, retrain_without
-from recframe.unlearning.suppression import suppressed_items, suppressed_prefixes, with_suppression
+from recframe.unlearning.settings import METHOD_ORDER, MethodSettings, method_kind, parse_methods
+from recframe.unlearning.suppression import (
+    SuppressionSettings,
+    suppressed_items,
+    suppressed_prefixes,
+    with_suppression,
+)
 from recframe.unlearning.tracer import TracerSettings, run_tracer
 
 __all__ = [
@@ -41,14 +48,12 @@ __all__ = [
     "evaluate_stages",
     "forget_mask",
     "load_generative",
+    "method_kind",
     "run_unlearning",
     "save_unlearned",
     "stage_rows",
     "test_batches",
 ]
-
-METHOD_ORDER = ("retrain", "ga", "npo", "suppression", "tracer")
-
 
 def load_generative(path: str | Path) -> tuple[Any, dict[str, Any]]:
     """A generative model and its checkpoint dict from a ``recframe fit`` checkpoint (``weights_only``); a run
@@ -152,18 +157,6 @@ def stage_rows(
     return out
 
 
-def method_kind(name: str) -> str:
-    """The method a config entry runs: its name up to an ``@`` (``ga@lr=3e-05`` is a ``ga`` variant, so one
-    run can hold several settings of a method, e.g. a validation grid)."""
-    kind = name.split("@", 1)[0]
-    if kind not in METHOD_ORDER:
-        raise DataError(
-            f"unknown unlearning method {name!r} under methods:; use {', '.join(METHOD_ORDER)} "
-            "(optionally NAME@LABEL for a variant)"
-        )
-    return kind
-
-
 def save_unlearned(model: Any, ckpt: dict[str, Any], path: str | Path, info: dict[str, Any]) -> Path:
     """A checkpoint of an unlearned model: the original's metadata and serving data, the new weights,
     hyperparameters (add-ons included) and SID table, and ``unlearning`` (what was done)."""
@@ -185,6 +178,69 @@ def _plain(info: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+@contextlib.contextmanager
+def step_progress(desc: str, total: int, enabled: bool) -> Iterator[Callable[[int, float], None] | None]:
+    """A tqdm bar on stderr over ``total`` fine-tuning steps (the loop's ``progress`` callback: it advances
+    the bar and shows the step's loss), or ``None`` when not ``enabled``."""
+    if not enabled or total <= 0:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(total=total, desc=desc, leave=False, unit="step") as bar:
+
+        def update(step: int, loss: float) -> None:
+            bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
+            bar.update(1)
+
+        yield update
+
+
+def _run_method(
+    method: MethodSettings,
+    model: Any,
+    data: dict[str, Any],
+    concept: Concept,
+    forget: np.ndarray,
+    examples: tuple[Examples, Examples],
+    save_dir: str | Path | None,
+    reuse: dict[str, Any] | None,
+    progress: bool,
+) -> tuple[Any, dict[str, Any]]:
+    """One checked method on ``model``: the unlearned model and its summary."""
+    f_ex, r_ex = examples
+    if method.kind == "retrain":
+        unlearned = (reuse or {}).get("retrain")
+        if unlearned is None:
+            unlearned = retrain_without(
+                model, data, np.flatnonzero(forget), method.get(RetrainSettings), workdir=save_dir,
+                progress=progress,
+            )
+        return unlearned, {}
+    if method.kind == "suppression":
+        sup = method.get(SuppressionSettings)
+        codes = model.backbone.codes.cpu().numpy()
+        prefixes = suppressed_prefixes(codes, forget, sup.threshold)
+        hidden = suppressed_items(codes, prefixes)
+        info = {
+            "threshold": sup.threshold,
+            "masked_tokens": len(prefixes),
+            "hidden_forget_items": int((hidden & forget).sum()),
+            "hidden_retain_items": int((hidden & ~forget).sum()),
+        }
+        return with_suppression(model, prefixes, sup.penalty), info
+    loop = method.get(FinetuneSettings)
+    with step_progress(method.name, loop.steps, progress) as bar:
+        if method.kind == "ga":
+            return run_ga(model, f_ex, r_ex, loop, progress=bar)
+        if method.kind == "npo":
+            return run_npo(model, f_ex, r_ex, loop, beta=method.get(NPOSettings).beta, progress=bar)
+        return run_tracer(
+            model, forget, f_ex, r_ex, loop, method.get(TracerSettings), reason=f"concept: {concept.text}",
+            progress=bar,
+        )
+
+
 def run_unlearning(
     model: Any,
     ckpt: dict[str, Any],
@@ -197,32 +253,41 @@ def run_unlearning(
     reuse: dict[str, Any] | None = None,
     expect_fingerprint: str | None = None,
     stages: tuple[Literal["valid", "test"], ...] = ("test",),
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Run ``methods`` (module docstring) on ``model`` for ``concept``; the report dict.
 
-    ``methods`` maps a method name, or a variant ``NAME@LABEL`` (:func:`method_kind`), to its settings; they
-    run in :data:`METHOD_ORDER` of their kinds, variants in the given order. ``reuse`` may hold an already
-    trained retrain reference under ``"retrain"`` (the benchmark keeps one per concept). Unlearned models are
-    saved under ``save_dir`` when given. ``expect_fingerprint`` (the checkpoint's data fingerprint) refuses
-    data other than the model was trained on. ``stages``: the splits every model is scored on; the report's
-    ``rows`` are the test rows when ``"test"`` is among them, and each stage's rows are under
-    ``rows_by_stage`` (a validation grid chooses settings on ``"valid"`` alone).
+    ``methods`` maps a method name, or a variant ``NAME@LABEL`` (:func:`method_kind`), to its settings; every
+    entry is checked (:func:`recframe.unlearning.settings.parse_methods`) before the data load and the first
+    method, and they run in :data:`METHOD_ORDER` of their kinds, variants in the given order. ``reuse`` may
+    hold an already trained retrain reference under ``"retrain"`` (the benchmark keeps one per concept).
+    Unlearned models are saved under ``save_dir`` when given. ``expect_fingerprint`` (the checkpoint's data
+    fingerprint) refuses data other than the model was trained on. ``stages``: the splits every model is
+    scored on; the report's ``rows`` are the test rows when ``"test"`` is among them, and each stage's rows
+    are under ``rows_by_stage`` (a validation grid chooses settings on ``"valid"`` alone). ``progress``: a
+    bar on stderr while the retrain reference trains and while each method fine-tunes.
+
+    Raises:
+        DataError: a bad setting (naming ``methods.<name>.<key>``) or ``eval_batch_size`` below 1, before
+            any work; data other than the checkpoint's; a concept that holds for no item or every item.
     """
+    if isinstance(eval_batch_size, bool) or not isinstance(eval_batch_size, int) or eval_batch_size < 1:
+        raise DataError(f"eval_batch_size: {eval_batch_size!r}; it must be a whole number >= 1 (e.g. 256).")
+    checked = parse_methods(methods)
+    order = sorted(checked, key=lambda n: METHOD_ORDER.index(checked[n].kind))
     dm = RecDataModule(**data)
     if expect_fingerprint and dm.fingerprint != expect_fingerprint:
         raise DataError(
             f"the checkpoint was trained on data with fingerprint {expect_fingerprint}, but these data "
             f"settings give {dm.fingerprint}; remove the data: overrides that change the data."
         )
-    order = sorted(methods, key=lambda n: METHOD_ORDER.index(method_kind(n)))
     forget = forget_mask(concept, dm)
     log(f"concept {concept.text!r}: {int(forget.sum())} forget items of {dm.n_items}")
-    examples = Examples.from_histories(dm.split.train.histories, dm.max_len)
-    f_ex, r_ex = examples.split(forget)
+    examples = Examples.from_histories(dm.split.train.histories, dm.max_len).split(forget)
     details: dict[str, Any] = {
         "forget_items": int(forget.sum()),
-        "forget_examples": len(f_ex),
-        "retain_examples": len(r_ex),
+        "forget_examples": len(examples[0]),
+        "retain_examples": len(examples[1]),
     }
 
     def evaluate(m: Any) -> dict[str, UnlearningMetrics]:
@@ -234,49 +299,11 @@ def run_unlearning(
         "original": (original, time.perf_counter() - t0)
     }
     for name in order:
-        kind = method_kind(name)
-        cfg = dict(methods[name] or {})
         log(f"{name} ...")
         start = time.perf_counter()
-        info: dict[str, Any] = {}
-        if kind == "retrain":
-            unlearned = (reuse or {}).get("retrain")
-            if unlearned is None:
-                unlearned = retrain_without(
-                    model, data, np.flatnonzero(forget), RetrainSettings(**cfg), workdir=save_dir
-                )
-        elif kind == "suppression":
-            threshold = float(cfg.pop("threshold", 0.5))
-            codes = model.backbone.codes.cpu().numpy()
-            prefixes = suppressed_prefixes(codes, forget, threshold)
-            hidden = suppressed_items(codes, prefixes)
-            unlearned = with_suppression(model, prefixes, **cfg)
-            info = {
-                "threshold": threshold,
-                "masked_tokens": len(prefixes),
-                "hidden_forget_items": int((hidden & forget).sum()),
-                "hidden_retain_items": int((hidden & ~forget).sum()),
-            }
-        elif kind in ("ga", "npo"):
-            beta = float(cfg.pop("beta", 0.1))
-            settings = FinetuneSettings(**cfg)
-            if kind == "ga":
-                unlearned, info = run_ga(model, f_ex, r_ex, settings)
-            else:
-                unlearned, info = run_npo(model, f_ex, r_ex, settings, beta=beta)
-        else:
-            tcfg = {
-                k: cfg.pop(k) for k in ("coherence_weight", "representation_weight", "reassign") if k in cfg
-            }
-            unlearned, info = run_tracer(
-                model,
-                forget,
-                f_ex,
-                r_ex,
-                FinetuneSettings(**cfg),
-                TracerSettings(**tcfg),
-                reason=f"concept: {concept.text}",
-            )
+        unlearned, info = _run_method(
+            checked[name], model, data, concept, forget, examples, save_dir, reuse, progress
+        )
         seconds = time.perf_counter() - start
         metrics = evaluate(unlearned)
         results[name] = (metrics, seconds)

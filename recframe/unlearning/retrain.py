@@ -23,6 +23,7 @@ import numpy as np
 from recframe.checkpoint_io import load_checkpoint
 from recframe.data.datamodule import RecDataModule
 from recframe.data.splits import Split
+from recframe.yaml_config import require
 
 __all__ = ["ForgetDataModule", "RetrainSettings", "retrain_without"]
 
@@ -66,6 +67,12 @@ class RetrainSettings:
     patience: int = 4
     check_val_every_n_epoch: int = 1
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        require(self.max_epochs >= 1, "max_epochs", self.max_epochs, ">= 1")
+        require(self.patience >= 0, "patience", self.patience, ">= 0 (0: no early stopping)")
+        require(self.check_val_every_n_epoch >= 1, "check_val_every_n_epoch", self.check_val_every_n_epoch,
+                ">= 1")
 
 
 def retrain_without(

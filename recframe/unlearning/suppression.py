@@ -22,6 +22,7 @@ are its constructor setting, so a checkpoint of the suppressed model rebuilds it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,11 +30,37 @@ import torch
 from torch import Tensor
 
 from recframe.models.generative.addons import GenerativeAddon
+from recframe.yaml_config import require
 
-__all__ = ["PENALTY", "SuppressTokens", "suppressed_items", "suppressed_prefixes", "with_suppression"]
+__all__ = [
+    "PENALTY",
+    "SuppressTokens",
+    "SuppressionSettings",
+    "suppressed_items",
+    "suppressed_prefixes",
+    "with_suppression",
+]
 
 #: logit of a masked code: finite (the evaluator refuses +-inf) and far below any path log-probability
 PENALTY = -1e9
+
+
+@dataclass
+class SuppressionSettings:
+    """The suppression baseline's settings (module docstring).
+
+    Args:
+        threshold: a token is masked when its forget share exceeds it; in ``[0, 1)``.
+        penalty: the logit a masked code gets; finite and negative.
+    """
+
+    threshold: float = 0.5
+    penalty: float = PENALTY
+
+    def __post_init__(self) -> None:
+        require(0 <= self.threshold < 1, "threshold", self.threshold, "in [0, 1) (e.g. 0.5)")
+        finite = bool(np.isfinite(self.penalty))
+        require(finite and self.penalty < 0, "penalty", self.penalty, "finite and negative (e.g. -1.0e+9)")
 
 
 def suppressed_prefixes(codes: np.ndarray, forget: np.ndarray, threshold: float = 0.5) -> list[list[int]]:

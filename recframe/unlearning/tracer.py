@@ -37,6 +37,7 @@ from recframe.unlearning.objectives import (
     retain_nll,
 )
 from recframe.unlearning.reassign import exclusive_roots, reassign_forget_items
+from recframe.yaml_config import require
 
 __all__ = ["TracerSettings", "model_table", "reassigned_model", "run_tracer"]
 
@@ -55,6 +56,10 @@ class TracerSettings:
     coherence_weight: float = 1.0
     representation_weight: float = 1.0
     reassign: bool = True
+
+    def __post_init__(self) -> None:
+        require(self.coherence_weight >= 0, "coherence_weight", self.coherence_weight, ">= 0")
+        require(self.representation_weight >= 0, "representation_weight", self.representation_weight, ">= 0")
 
 
 def model_table(model: Any) -> SIDTable:
