@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import seeded_runs
 from benchmarks.common import RESULTS, claim, fit_and_test, save_figure, write_results
-from benchmarks.per_user import paired_over_seeds, rank_string, test_ranks
+from benchmarks.per_user import paired_over_seeds
 from recframe.checkpoint_io import atomic_write, load_checkpoint
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -221,30 +222,15 @@ def overrides(row: str, seed: int, extra: Sequence[str] = (), folder: Path | Non
 
 def interrupted_checkpoint(name: str) -> Path | None:
     """The furthest-trained ``last.ckpt`` an interrupted earlier attempt left under ``runs/NAME``."""
-    found = list((RUN_LOGS / name).glob("version_*/checkpoints/last.ckpt"))
-    return max(found, key=lambda p: (load_checkpoint(p)["epoch"], p.stat().st_mtime), default=None)
+    return seeded_runs.interrupted_checkpoint(name, RUN_LOGS)
 
 
-def with_ranks(model: Any, dm: Any) -> dict[str, Any]:
-    """``after_test`` hook: every test user's rank of the held-out item, one character per user."""
-    return {"test_top10_ranks": rank_string(test_ranks(model, dm))}
+with_ranks = seeded_runs.with_ranks
 
 
 def validation_curve(name: str) -> list[dict[str, float]]:
-    """``[{epoch, val_ndcg}]`` of run ``name`` (Lightning's CSV logger), across its version folders.
-
-    A resumed run logs into a new ``version_K``; the curve joins them, a later version's value of an
-    epoch replacing an earlier one's (the epoch the interrupted attempt was in is run again).
-    """
-    import csv
-
-    by_epoch: dict[int, float] = {}
-    logs = sorted((RUN_LOGS / name).glob("version_*/metrics.csv"), key=lambda p: int(p.parent.name[8:]))
-    for log in logs:
-        with open(log, newline="") as fh:
-            rows = csv.DictReader(fh)
-            by_epoch.update((int(r["epoch"]), float(r["val_ndcg"])) for r in rows if r.get("val_ndcg"))
-    return [{"epoch": e, "val_ndcg": v} for e, v in sorted(by_epoch.items())]
+    """``[{epoch, val_ndcg}]`` of run ``name`` across its version folders (see seeded_runs)."""
+    return seeded_runs.validation_curve(name, RUN_LOGS)
 
 
 def training_finished(row: str, seed: int) -> bool:
