@@ -1,0 +1,210 @@
+"""The search loop of ``recframe tune``: resume the study, run trials until the budget is spent, write."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from recframe.tuning.errors import TrialFailed, TuneError
+from recframe.tuning.objective import check_overrides, normalise_metric, overrides, run_trial
+from recframe.tuning.results import shown, trial_dir, write_best, write_json
+from recframe.tuning.space import SearchSpace, load_space
+from recframe.tuning.study import (
+    FINISHED,
+    best_trial,
+    exclusive,
+    n_finished,
+    open_study,
+    recover_interrupted,
+    rerun_map,
+    state_of,
+    trial_record,
+)
+
+__all__ = ["TuneSettings", "tune"]
+
+SAMPLERS = ("tpe", "grid")
+DIRECTIONS = ("maximize", "minimize")
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """What ``recframe tune`` searches and where it keeps the study.
+
+    Attributes:
+        config: the run config (as for ``recframe fit --config``).
+        space: the search-space YAML (:mod:`recframe.tuning.space`).
+        trials: the trial budget: finished trials (complete or failed) the study ends with. A grid study stops
+            at the grid's size when that is smaller.
+        sampler: ``tpe`` (Optuna's TPE; its first 10 trials are random) or ``grid``.
+        metric: the validation metric chosen on (``val/ndcg@10``); test metrics are never computed.
+        direction: ``maximize`` or ``minimize`` the metric.
+        storage: the study folder (default ``runs/tune/<config name>``).
+        seed: seeds the sampler; before each trial it is reseeded with ``seed + trials so far``, so the draws
+            depend on the study's history, not on how many processes produced it. Training uses the config's
+            ``seed_everything``.
+    """
+
+    config: Path
+    space: Path
+    trials: int
+    sampler: str = "tpe"
+    metric: str = "val/ndcg@10"
+    direction: str = "maximize"
+    storage: Path | None = None
+    seed: int = 0
+
+    def storage_dir(self) -> Path:
+        """``storage``, or ``runs/tune/<config name>``."""
+        if self.storage is not None:
+            return Path(self.storage)
+        return Path("runs") / "tune" / Path(self.config).stem
+
+
+def tune(settings: TuneSettings, echo: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run (or continue) the study of ``settings`` until its trial budget is spent; return the summary.
+
+    Writes each trial's resolved config and result, ``best.yaml`` and ``study.json`` under the storage folder
+    (:mod:`recframe.tuning.results`). A rerun of the same command after a kill continues the study.
+    """
+    if settings.sampler not in SAMPLERS:
+        raise TuneError(f"--sampler {settings.sampler}: use one of {', '.join(SAMPLERS)}")
+    if settings.direction not in DIRECTIONS:
+        raise TuneError(f"--direction {settings.direction}: use one of {', '.join(DIRECTIONS)}")
+    if settings.trials < 1:
+        raise TuneError(f"--trials {settings.trials}: the budget is a whole number >= 1")
+    config = Path(settings.config)
+    try:
+        config_text = config.read_bytes()
+    except OSError:
+        raise TuneError(f"{config}: no such config file; pass --config with an existing YAML file") from None
+    space = load_space(settings.space)
+    metric = normalise_metric(settings.metric)
+    grid_size = space.grid_size() if settings.sampler == "grid" else None
+    target = min(settings.trials, grid_size) if grid_size is not None else settings.trials
+    storage = settings.storage_dir()
+    identity = {"config_sha256": hashlib.sha256(config_text).hexdigest(), "space_sha256": space.digest(),
+                "sampler": settings.sampler, "seed": settings.seed, "metric": metric,
+                "direction": settings.direction}
+    check_overrides(config, space.candidates(), space.source)
+    optuna.logging.set_verbosity(logging.WARNING)
+    with exclusive(storage):
+        study = open_study(storage, identity, settings.direction)
+        for number in recover_interrupted(study):
+            echo(f"trial {number} was interrupted; it is rerun with the same parameters")
+        study.set_user_attr("budgets", [*study.user_attrs.get("budgets", []), settings.trials])
+        if grid_size is not None and grid_size < settings.trials:
+            echo(f"the grid has {grid_size} points: the study ends after {grid_size} trials")
+        while n_finished(study) < target:
+            _run_one(settings, space, metric, storage, study, target, echo)
+        summary = _summary(settings, space, metric, storage, study, target, grid_size)
+        write_json(storage / "study.json", summary)
+    best = summary["best"]
+    if best:
+        echo(f"{summary['n_finished']} finished trials; best: trial {best['number']}, "
+             f"{metric} = {best['value']:.4f} -> {shown(storage / 'best.yaml')}")
+    else:
+        echo(f"{summary['n_finished']} finished trials, none complete; no best.yaml was written")
+    return summary
+
+
+def _make_sampler(kind: str, space: SearchSpace, seed: int) -> optuna.samplers.BaseSampler:
+    if kind == "grid":
+        return optuna.samplers.GridSampler(space.grid(), seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)
+
+
+def _run_one(settings: TuneSettings, space: SearchSpace, metric: str, storage: Path, study: optuna.Study,
+             target: int, echo: Callable[[str], None]) -> None:
+    """Ask for one trial (a queued rerun first), train and validate it, tell the study and write its files."""
+    seed = settings.seed + len(study.get_trials(deepcopy=False))
+    study.sampler = _make_sampler(settings.sampler, space, seed)
+    trial = study.ask()
+    params = space.suggest(trial)
+    folder = trial_dir(storage, trial.number)
+    trial.set_user_attr("dir", shown(folder))
+    record: dict[str, Any] = {"number": trial.number, "params": params, "overrides": overrides(params),
+                              "metric": metric, "config": shown(folder / "config.yaml")}
+    try:
+        result = run_trial(settings.config, params, folder, metric)
+    except TrialFailed as exc:
+        trial.set_user_attr("failure", str(exc))
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        record.update(state="failed", value=None, failure=str(exc))
+    except Exception as exc:
+        # left for the next run to rerun (an error in the config, the data or the code stops the search)
+        trial.set_user_attr("error", " ".join(str(exc).split())[:500])
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        write_json(folder / "result.json", {**record, "state": "interrupted", "value": None,
+                                            "error": trial.user_attrs.get("error", "")})
+        raise
+    else:
+        trial.set_user_attr("result", {k: v for k, v in result.items() if k != "value"})
+        study.tell(trial, result["value"])
+        record.update(state="complete", **result)
+    write_json(folder / "result.json", record)
+    best = _best_counted(study, target)
+    if best is not None:
+        write_best(storage, settings.config, {"number": best.number, "value": best.value,
+                                              "params": best.params}, metric)
+    done = n_finished(study)
+    shown_params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}"
+                             for k, v in params.items())
+    outcome = f"{metric} = {record['value']:.4f}" if record["state"] == "complete" else record["state"]
+    best_text = f"best {best.value:.4f} (trial {best.number})" if best is not None else "none complete yet"
+    echo(f"trial {trial.number} [{done}/{target}] {shown_params}: {outcome}; {best_text}")
+    write_json(storage / "study.json", _summary(settings, space, metric, storage, study, target,
+                                                space.grid_size() if settings.sampler == "grid" else None))
+
+
+def _counted(study: optuna.Study, target: int) -> list[optuna.trial.FrozenTrial]:
+    """The first ``target`` finished trials by number: the ones the budget covers."""
+    finished = [t for t in study.get_trials(deepcopy=False) if state_of(t) in FINISHED]
+    return sorted(finished, key=lambda t: t.number)[:target]
+
+
+def _best_counted(study: optuna.Study, target: int) -> optuna.trial.FrozenTrial | None:
+    complete = [t for t in _counted(study, target) if state_of(t) == "complete"]
+    return best_trial(complete, study.direction)
+
+
+def _summary(settings: TuneSettings, space: SearchSpace, metric: str, storage: Path, study: optuna.Study,
+             target: int, grid_size: int | None) -> dict[str, Any]:
+    from recframe.callbacks import library_versions
+
+    trials = study.get_trials(deepcopy=False)
+    reruns = rerun_map(study)
+    best = _best_counted(study, target)
+    counts = {state: sum(state_of(t) == state for t in trials)
+              for state in ("complete", "failed", "interrupted")}
+    return {
+        "config": shown(settings.config),
+        "space": shown(settings.space),
+        "search_space": space.describe(),
+        "sampler": settings.sampler,
+        "seed": settings.seed,
+        "metric": metric,
+        "direction": settings.direction,
+        "selection": "validation only: each trial's value is the metric of its best-validation checkpoint; "
+                     "no test metric is computed",
+        "trial_budget": settings.trials,
+        "budget_history": study.user_attrs.get("budgets", []),
+        "grid_size": grid_size,
+        "n_finished": counts["complete"] + counts["failed"],
+        "n_counted": len(_counted(study, target)),
+        "n_complete": counts["complete"],
+        "n_failed": counts["failed"],
+        "n_interrupted": counts["interrupted"],
+        "best": None if best is None else {
+            "number": best.number, "value": best.value, "params": dict(best.params),
+            "overrides": overrides(dict(best.params)), "config": shown(storage / "best.yaml"),
+            "trial_config": shown(trial_dir(storage, best.number) / "config.yaml")},
+        "trials": [trial_record(t, reruns) for t in trials],
+        "versions": library_versions(),
+    }
