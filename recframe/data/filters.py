@@ -17,7 +17,7 @@ import logging
 
 import numpy as np
 
-from recframe.data.interactions import DataError, Interactions
+from recframe.data.interactions import DataError, Interactions, sort_order
 
 logger = logging.getLogger("recframe.data")
 
@@ -104,14 +104,41 @@ def exact_duplicates(inter: Interactions) -> np.ndarray:
     """Boolean mask of rows that repeat an earlier row's (user, item, timestamp), in file order.
 
     The first occurrence of each (user, item, timestamp) is not marked; every later copy is.
+    A table in (user, timestamp) order (every table :meth:`Interactions.from_raw` builds) holds the
+    copies of an event in one run of equal (user, timestamp), so only the rows of such runs are sorted;
+    any other table gets the full sort.
     """
     n = len(inter)
+    if sort_order(inter.user, inter.timestamp) is None:
+        return _exact_duplicates_sorted(inter)
     order = np.lexsort((np.arange(n), inter.timestamp, inter.item, inter.user))  # stable: file order
     u, i, t = inter.user[order], inter.item[order], inter.timestamp[order]
     repeat = np.zeros(n, dtype=bool)
     repeat[1:] = (u[1:] == u[:-1]) & (i[1:] == i[:-1]) & (t[1:] == t[:-1])
     mask = np.zeros(n, dtype=bool)
     mask[order[repeat]] = True
+    return mask
+
+
+def _exact_duplicates_sorted(inter: Interactions) -> np.ndarray:
+    """:func:`exact_duplicates` of a table in (user, timestamp) order: a sort of the tied rows only."""
+    user, ts = inter.user, inter.timestamp
+    mask = np.zeros(len(inter), dtype=bool)
+    same = (user[1:] == user[:-1]) & (ts[1:] == ts[:-1])  # row k + 1 ties with row k
+    if not same.any():
+        return mask
+    tied = np.zeros(len(inter), dtype=bool)
+    tied[1:] = same
+    tied[:-1] |= same
+    rows = np.flatnonzero(tied)
+    continues = np.zeros(len(rows), dtype=bool)  # the row ties with the row before it
+    continues[rows > 0] = same[rows[rows > 0] - 1]
+    group = np.cumsum(~continues)  # one id per run of equal (user, timestamp)
+    items = inter.item[rows]
+    order = np.lexsort((rows, items, group))  # within a tie run by item, copies in row order
+    g, it = group[order], items[order]
+    repeat = (g[1:] == g[:-1]) & (it[1:] == it[:-1])
+    mask[rows[order[1:][repeat]]] = True
     return mask
 
 
