@@ -82,16 +82,55 @@ class RecCLI(LightningCLI):
             from recframe.checkpoint_io import check_checkpoint_file
 
             check_checkpoint_file(ckpt_path)
+            self._compare_checkpoint(sub, ckpt_path)
         super()._parse_ckpt_path()
+
+    def _compare_checkpoint(self, sub: str, ckpt_path: str) -> None:
+        """Refuse a checkpoint of another model class, or whose weights a linked data setting would reshape;
+        warn in one line about the model settings the checkpoint's own values replace."""
+        from recframe.checkpoint_io import load_checkpoint
+        from recframe.checkpoint_match import compare_checkpoint_to_config, ignored_settings_warning
+
+        model = self.config[sub].get("model")
+        if model is None or not model.get("class_path"):
+            return
+        ignored = compare_checkpoint_to_config(
+            load_checkpoint(ckpt_path), ckpt_path, model.class_path, model.get("init_args") or {},
+            linked={key: f"data.{key}" for key in LINKED_FROM_DATA})
+        if ignored:
+            print(f"recframe {sub}: warning: {ignored_settings_warning(ignored)}", file=sys.stderr)
 
     def before_instantiate_classes(self) -> None:
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         parser = self._parser(self.subcommand)  # the subcommand's parser, as SaveConfigCallback uses
         self._config_text = parser.dump(cfg, skip_unset=False, skip_validation=True)
         self._seed = cfg.get("seed_everything")
+        model = cfg.get("model")
+        if model is not None and model.get("class_path"):  # bad model settings, before the data loads
+            from recframe.constructor_errors import model_config_error
+
+            error = model_config_error(model.class_path, model.get("init_args"))
+            if error is not None:
+                raise error
+
+    def after_fit(self) -> None:
+        """Say where the checkpoints of this fit were written (one line each)."""
+        if self.trainer.is_global_zero:
+            for line in checkpoint_lines(self.trainer.callbacks):
+                print(line)
 
     def instantiate_classes(self) -> None:
-        super().instantiate_classes()
+        from recframe.constructor_errors import CONSTRUCTOR_ERRORS, constructor_config_error
+
+        try:
+            super().instantiate_classes()
+        except CONSTRUCTOR_ERRORS as exc:  # a constructor refused a setting: one line naming the key
+            cfg = self.config[self.subcommand] if self.subcommand else self.config
+            error = None if os.environ.get("RECFRAME_TRACEBACK") else constructor_config_error(
+                exc, (cfg.get("trainer") or {}).get("callbacks") or ())
+            if error is None:
+                raise
+            raise error from exc
         for cb in self.trainer.callbacks:
             if isinstance(cb, RunMetadata):
                 cb.config_text = getattr(self, "_config_text", "")
@@ -99,6 +138,25 @@ class RecCLI(LightningCLI):
 
 
 _LIGHTNING_CKPT_NAMES = ("best", "last", "hpc")
+
+
+def checkpoint_lines(callbacks: list[Any]) -> list[str]:
+    """``best checkpoint (val_ndcg 0.2708): PATH`` / ``last checkpoint: PATH`` for each checkpoint callback.
+
+    A monitored ``ModelCheckpoint`` reports its best file and score; an unmonitored one (the default
+    ``last.ckpt`` writer) its latest file. A callback that wrote nothing says so.
+    """
+    lines = []
+    for cb in callbacks:
+        if not isinstance(cb, ModelCheckpoint):
+            continue
+        if cb.monitor:
+            score = cb.best_model_score
+            shown = f" ({cb.monitor} {float(score):.4f})" if score is not None else ""
+            lines.append(f"best checkpoint{shown}: {cb.best_model_path or 'none written'}")
+        else:
+            lines.append(f"last checkpoint: {cb.last_model_path or cb.best_model_path or 'none written'}")
+    return lines
 
 #: data settings the CLI links to the model's constructor argument of the same name
 LINKED_FROM_DATA = ("max_len",)
@@ -190,6 +248,8 @@ def quiet_lightning() -> None:
 def run_cli(args: list[str] | None = None, run: bool = True, cli_class: type[RecCLI] = RecCLI) -> RecCLI:
     """Build (and by default run) the LightningCLI for ``args`` (``cli_class``: a :class:`RecCLI` subclass)."""
     quiet_lightning()
+    import recframe.models.generative  # noqa: F401 - registers TIGER, SIDDecoder, FLASH (listed by fit --help)
+
     return cli_class(
         RecModel,
         RecDataModule,
@@ -324,7 +384,7 @@ def _one_line(message: str) -> str:
     return " ".join(message.split())
 
 
-USAGE = """usage: recframe {fit,validate,test,data,recommend} ...
+USAGE = """usage: recframe {fit,validate,test,data,recommend,continual,conversational,unlearn,tune} ...
 
   recframe fit      --config FILE [--key.sub VALUE ...]   train (and validate) a model from YAML
   recframe validate --config FILE --ckpt_path CKPT        validation metrics of a checkpoint
@@ -334,6 +394,7 @@ USAGE = """usage: recframe {fit,validate,test,data,recommend} ...
                    [--format table|json|csv] [--decode exact|beam --beam 20]
   recframe continual --config FILE                        the staged continual-learning protocol
   recframe conversational evaluate --config FILE          the TRACE-style conversational benchmark
+                   {generate --out DIR, validate DIR}     write or check a conversational release
   recframe unlearn --config FILE                          concept unlearning of a generative model
   recframe tune --config FILE --space SPACE.yaml --trials N   hyperparameter search on validation (Optuna)
 
@@ -361,6 +422,26 @@ def _extra_command(name: str, argv: list[str]) -> int:
         return int(getattr(importlib.import_module(module), func)(argv) or 0)
 
 
+#: the LightningCLI subcommands (:meth:`RecCLI.subcommands`)
+LIGHTNING_COMMANDS = ("fit", "validate", "test")
+
+
+def all_commands() -> tuple[str, ...]:
+    """Every ``recframe`` subcommand, in the order of :data:`USAGE`."""
+    return (*LIGHTNING_COMMANDS, "data", "recommend", *EXTRA_COMMANDS)
+
+
+def unknown_command_message(name: str) -> str:
+    """One line for a subcommand that does not exist, with the closest one (``did you mean 'fit'?``)."""
+    import difflib
+
+    # Lightning's predict is not offered: a ranking model's top-k comes from recommend
+    close = ["recommend"] if name == "predict" else difflib.get_close_matches(name, all_commands(), n=1,
+                                                                                cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown command {name!r}{hint} (commands: {', '.join(all_commands())}; see recframe --help)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``recframe`` console script."""
     args = sys.argv[1:] if argv is None else argv
@@ -373,10 +454,13 @@ def main(argv: list[str] | None = None) -> int:
         return _recommend_command(args[1:])
     if args and args[0] in EXTRA_COMMANDS:
         return _extra_command(args[0], args[1:])
+    if not args[0].startswith("-") and args[0] not in LIGHTNING_COMMANDS:
+        print(f"recframe: error: {unknown_command_message(args[0])}", file=sys.stderr)
+        return 2
     from recframe.errors import friendly_errors
 
     configs = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("--config", "-c")]
-    with friendly_errors(source=", ".join(configs)):
+    with friendly_errors(source=", ".join(configs), args=args):
         run_cli(argv)
     return 0
 

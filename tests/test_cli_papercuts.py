@@ -1,0 +1,118 @@
+"""Papercuts of the recframe command (issue 33, item 6): help lists every subcommand and model, a misspelled
+subcommand or a bad override is blamed correctly, fit says where its checkpoints are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recframe.cli import EXTRA_COMMANDS, USAGE, main, unknown_command_message
+from recframe.override_blame import blame_override, overrides_in
+
+SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
+QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
+
+
+@pytest.fixture()
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RECFRAME_TRACEBACK", raising=False)
+    return tmp_path
+
+
+def _config_error(args: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", *args, *QUIET])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("recframe")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------- help and dispatch
+def test_help_lists_every_subcommand(capsys) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    usage_line = out.splitlines()[0]
+    for name in ("fit", "validate", "test", "data", "recommend", *EXTRA_COMMANDS):
+        assert name in usage_line, name
+        assert f"recframe {name}" in out, name
+    assert "conversational" in out and "generate" in out and "validate DIR" in out
+    assert out.strip() == USAGE.strip()
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("fti", "fit"), ("recomend", "recommend"), ("unlern", "unlearn"),
+                                              ("predict", "recommend")])
+def test_misspelled_subcommand_suggests_and_does_not_blame_the_config(typed: str, meant: str, capsys) -> None:
+    assert main([typed, "--config", "configs/smoke/sasrec.yaml"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err]
+    assert f"unknown command {typed!r}; did you mean {meant!r}?" in err
+    assert "sasrec.yaml" not in err and "config error" not in err
+
+
+def test_unknown_command_without_a_close_match_lists_the_commands() -> None:
+    message = unknown_command_message("zzzzzz")
+    assert "did you mean" not in message and "fit, validate, test" in message and "unlearn" in message
+
+
+def test_fit_help_lists_the_generative_models(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--help"])
+    assert exc.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    known = out[out.index("known subclasses: recframe.models."):]
+    for name in ("recframe.models.SASRec", "recframe.models.generative.TIGER",
+                 "recframe.models.generative.SIDDecoder", "recframe.models.generative.FLASH"):
+        assert name in known, name
+
+
+# ----------------------------------------------------------------------------- overrides named
+def test_bad_override_names_the_override_not_the_file(in_tmp: Path, capsys) -> None:
+    line = _config_error(["--config", str(SMOKE / "popularity.yaml"), "--trainer.max_epochs", "abc"], capsys)
+    assert "config error in the override --trainer.max_epochs abc:" in line
+    assert "popularity.yaml" not in line
+
+
+def test_bad_nested_model_override_names_the_override(in_tmp: Path, capsys) -> None:
+    line = _config_error(["--config", str(SMOKE / "bprmf.yaml"), "--model.init_args.dim=abc"], capsys)
+    assert "config error in the override --model.init_args.dim abc:" in line
+
+
+def test_unknown_override_key_names_the_override(in_tmp: Path, capsys) -> None:
+    line = _config_error(["--config", str(SMOKE / "popularity.yaml"), "--data.nope", "3"], capsys)
+    assert "config error in the override --data.nope 3:" in line
+
+
+def test_bad_value_in_the_file_still_names_the_file(in_tmp: Path, capsys) -> None:
+    bad = in_tmp / "bad.yaml"
+    bad.write_text("model:\n  class_path: recframe.models.Popularity\n"
+                   "data: {dataset: synthetic, max_len: twenty}\n")
+    line = _config_error(["--config", str(bad), "--trainer.max_epochs", "1"], capsys)
+    assert f"config error in {bad}:" in line and "data.max_len" in line and "override" not in line
+
+
+def test_blame_override_matching_rules() -> None:
+    args = ["--config", "c.yaml", "--trainer.max_epochs", "3", "--model.init_args.hidden=abc", "--print_config"]
+    assert [str(o) for o in overrides_in(args)] == ["--trainer.max_epochs 3", "--model.init_args.hidden abc"]
+    nested = ('Parser key "model":\n  Problem with given class_path \'x.SASRec\':\n    Parser key "hidden":\n'
+              "      Expected a <class 'int'>. Got value: abc\n  Given value: NestedArg(key='hidden', val='abc')")
+    assert str(blame_override(nested, args)) == "--model.init_args.hidden abc"
+    # the file set a bad data key: no override set it
+    assert blame_override('Parser key "data.max_len":\n  Expected int\n  Given value: twenty', args) is None
+    assert blame_override("some other failure", args) is None
+    assert blame_override('Parser key "trainer.max_epochs": bad', []) is None
+
+
+# ----------------------------------------------------------------------------- fit output
+def test_fit_prints_where_the_checkpoints_are(in_tmp: Path, capsys) -> None:
+    assert main(["fit", "--config", str(SMOKE / "popularity.yaml"), *QUIET]) == 0
+    out = capsys.readouterr().out.splitlines()
+    best = [ln for ln in out if ln.startswith("best checkpoint (val_ndcg ")]
+    last = [ln for ln in out if ln.startswith("last checkpoint: ")]
+    assert len(best) == 1 and len(last) == 1, out
+    assert (in_tmp / best[0].split(": ", 1)[1]).is_file()
+    last_path = in_tmp / last[0].split(": ", 1)[1]
+    assert last_path.name == "last.ckpt" and last_path.is_file()
