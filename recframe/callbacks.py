@@ -94,7 +94,12 @@ class ReportCallback(L.Callback):
     * logs the given scalar metrics to every logger of the trainer, as ``<log_prefix>/<name>``.
 
     ``state_dict`` stores the report as one JSON string, so it survives checkpoint and resume
-    and the checkpoint still loads with ``torch.load(weights_only=True)``.
+    and the checkpoint still loads with ``torch.load(weights_only=True)``. The state is keyed by the
+    report's output (:attr:`state_key`, e.g. ``CalibrationMonitor{'output': 'calib.json'}``), so several
+    instances of one class, each with its own ``output``, keep their own reports in one checkpoint; without
+    an ``output`` the key is the class name. Checkpoints written when every report was keyed by its class
+    name still load: an instance whose key is missing takes the class-name entry when it is the trainer's
+    only instance of its class.
 
     Args:
         output: JSON file for the report (None: keep it in memory and in checkpoints only).
@@ -137,6 +142,33 @@ class ReportCallback(L.Callback):
         data = json.dumps(self.report_, indent=2).encode()
         atomic_write(Path(path), lambda fh: fh.write(data))
         log.info("%s: report written to %s", type(self).__name__, path)
+
+    @property
+    def state_key(self) -> str:
+        """The checkpoint key of this report: the class name and ``output`` as given (the class name alone
+        when there is no ``output``)."""
+        if self.output is None:
+            return super().state_key
+        return self._generate_state_key(output=str(self.output))
+
+    def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        """Map a report stored under the former class-name key to :attr:`state_key` (Lightning then loads it
+        through :meth:`load_state_dict`). Only the trainer's sole instance of a class claims it: with several,
+        the old entry cannot say whose report it is, and none is restored (a warning says so)."""
+        states = checkpoint.get("callbacks")
+        old = type(self).__qualname__
+        if not isinstance(states, dict) or old not in states or self.state_key in states:
+            return  # nothing stored under the old key, or the report is under its own key already
+        same_class = [cb for cb in trainer.callbacks if type(cb) is type(self)]
+        if len(same_class) > 1:
+            log.warning("%s: the checkpoint holds one report under the old key %r and this trainer has %d "
+                        "instances of %s; it is restored to none of them (give the run one instance to "
+                        "restore it).", old, old, len(same_class), old)
+            return
+        states[self.state_key] = states[old]
+        log.info("%s: report restored from the checkpoint's old key %r (written before reports were keyed by "
+                 "output)", self.state_key, old)
 
     def state_dict(self) -> dict[str, Any]:
         """The last report as a JSON string (plain data, safe for ``weights_only`` loading)."""

@@ -163,3 +163,81 @@ def test_eval_view_needs_a_recframe_datamodule() -> None:
     trainer = L.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False)
     with pytest.raises(ValueError, match="has no eval_view.*RecDataModule"):
         ReportCallback.eval_view(trainer, "test")
+
+
+# ------------------------------------------------------------------ state keyed by output
+class Tagged(ReportCallback):
+    """Each epoch, a report naming its own output file, so two instances' reports differ."""
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.at_start = self.report_
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        epochs = (self.report_ or {}).get("epochs", []) + [trainer.current_epoch]
+        self.publish(trainer, {"file": Path(self.output).name, "epochs": epochs})
+
+
+def _fit_first_epoch(tmp_path: Path, *callbacks: ReportCallback) -> Path:
+    ckpt_cb = ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True, save_top_k=0)
+    dm = _datamodule()
+    trainer = L.Trainer(default_root_dir=tmp_path / "a", enable_progress_bar=False,
+                        enable_model_summary=False, logger=False, limit_val_batches=0, max_epochs=1,
+                        callbacks=[*callbacks, ckpt_cb])
+    trainer.fit(_model(dm), dm)
+    return tmp_path / "ckpt" / "last.ckpt"
+
+
+def _resume(tmp_path: Path, ckpt: Path, *callbacks: ReportCallback) -> None:
+    dm = _datamodule()
+    L.Trainer(default_root_dir=tmp_path / "b", enable_progress_bar=False, enable_model_summary=False,
+              logger=False, limit_val_batches=0, max_epochs=2, enable_checkpointing=False,
+              callbacks=list(callbacks)).fit(_model(dm), dm, ckpt_path=str(ckpt))
+
+
+def test_two_instances_keep_their_own_reports_through_checkpoint_and_resume(tmp_path: Path) -> None:
+    """Keyed by output, two instances of one class coexist in a trainer (with class-name keys Lightning
+    refused them) and each resumes with its own report."""
+    L.seed_everything(0)
+    a, b = Tagged(output=str(tmp_path / "a.json")), Tagged(output=str(tmp_path / "b.json"))
+    assert a.state_key != b.state_key and "a.json" in a.state_key
+    assert Tagged().state_key == "Tagged"  # no output: the class name, as before
+    last = _fit_first_epoch(tmp_path, a, b)
+    states = torch.load(last, weights_only=True)["callbacks"]
+    assert json.loads(states[a.state_key]["report"]) == {"file": "a.json", "epochs": [0]}
+    assert json.loads(states[b.state_key]["report"]) == {"file": "b.json", "epochs": [0]}
+    again_b, again_a = Tagged(output=str(tmp_path / "b.json")), Tagged(output=str(tmp_path / "a.json"))
+    _resume(tmp_path, last, again_b, again_a)  # listed in the other order: keys, not positions, decide
+    assert again_a.at_start == a.report_ and again_b.at_start == b.report_
+    assert again_a.report_ == {"file": "a.json", "epochs": [0, 1]}
+    assert again_b.report_ == {"file": "b.json", "epochs": [0, 1]}
+
+
+def _with_old_key(ckpt: Path, cb: ReportCallback, out: Path) -> Path:
+    """The checkpoint as written when reports were keyed by class name."""
+    data = torch.load(ckpt, weights_only=True)
+    data["callbacks"][type(cb).__qualname__] = data["callbacks"].pop(cb.state_key)
+    torch.save(data, out)
+    return out
+
+
+def test_a_checkpoint_with_the_old_class_name_key_still_resumes(tmp_path: Path) -> None:
+    L.seed_everything(0)
+    first = Tagged(output=str(tmp_path / "r.json"))
+    old = _with_old_key(_fit_first_epoch(tmp_path, first), first, tmp_path / "old.ckpt")
+    assert "Tagged" in torch.load(old, weights_only=True)["callbacks"]
+    resumed = Tagged(output=str(tmp_path / "r.json"))
+    _resume(tmp_path, old, resumed)
+    assert resumed.at_start == first.report_ == {"file": "r.json", "epochs": [0]}
+    assert resumed.report_ == {"file": "r.json", "epochs": [0, 1]}
+
+
+def test_an_old_key_is_restored_to_no_instance_when_several_could_own_it(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    L.seed_everything(0)
+    first = Tagged(output=str(tmp_path / "r.json"))
+    old = _with_old_key(_fit_first_epoch(tmp_path, first), first, tmp_path / "old.ckpt")
+    a, b = Tagged(output=str(tmp_path / "r.json")), Tagged(output=str(tmp_path / "other.json"))
+    with caplog.at_level("WARNING", logger="recframe.callbacks"):
+        _resume(tmp_path, old, a, b)
+    assert a.at_start is None and b.at_start is None
+    assert "restored to none of them" in caplog.text
