@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,6 +40,7 @@ from tqdm.auto import tqdm
 from recframe.continual.stages import StagedInteractions
 from recframe.data.batches import SequenceWindows, sequence_batch
 from recframe.models.sasrec import SASRec
+from recframe.yaml_config import require
 
 __all__ = ["BackboneSettings", "ContinualLearner", "Distillation", "EWC", "FineTune", "FullRetrain",
            "Replay", "ReservoirBuffer", "diagonal_fisher", "ewc_penalty", "concat_windows"]
@@ -65,6 +67,18 @@ class BackboneSettings:
     batch_size: int = 128
     base_epochs: int = 20
     stage_epochs: int = 5
+
+    def __post_init__(self) -> None:
+        for key in ("hidden", "n_layers", "n_heads", "inner", "max_len", "batch_size", "base_epochs"):
+            require(getattr(self, key) >= 1, key, getattr(self, key), ">= 1")
+        divides = self.hidden % self.n_heads == 0
+        require(divides, "n_heads", self.n_heads, f"a divisor of hidden ({self.hidden})")
+        for key in ("dropout", "attn_dropout"):
+            require(0 <= getattr(self, key) < 1, key, getattr(self, key), "in [0, 1)")
+        require(self.window_stride is None or self.window_stride >= 1, "window_stride", self.window_stride,
+                ">= 1 (or null: one window per target)")
+        require(self.lr > 0, "lr", self.lr, "> 0 (e.g. 1.0e-3)")
+        require(self.stage_epochs >= 0, "stage_epochs", self.stage_epochs, ">= 0")
 
     def build(self, n_items: int) -> SASRec:
         """A freshly initialised SASRec with these settings."""
@@ -103,6 +117,11 @@ class ContinualLearner:
             self._torch_state = torch.random.get_rng_state()
         self._rng = np.random.default_rng(seed)
         self.stage_ = -1
+
+    @classmethod
+    def check_options(cls, settings: BackboneSettings, **options: Any) -> None:
+        """Refuse out-of-range learner options (the constructor keywords after ``progress``) before any
+        work: a ``ValueError`` whose message starts with the option's name. The base learner has none."""
 
     # ----------------------------------------------------------- the stage loop
     def fit_stage(self, t: int) -> None:
@@ -246,8 +265,15 @@ class Replay(ContinualLearner):
 
     def __init__(self, data: StagedInteractions, settings: BackboneSettings, seed: int = 0,
                  progress: bool = False, capacity: int = 2000) -> None:
+        self.check_options(settings, capacity=capacity)
         super().__init__(data, settings, seed, progress)
         self.buffer = ReservoirBuffer(capacity, seed)
+
+    @classmethod
+    def check_options(cls, settings: BackboneSettings, capacity: int = 2000, **options: Any) -> None:
+        """``capacity`` >= 1 (see :meth:`ContinualLearner.check_options`)."""
+        whole = isinstance(capacity, (int, np.integer)) and not isinstance(capacity, bool)
+        require(whole and capacity >= 1, "capacity", capacity, "a whole number of rows >= 1")
 
     def training_windows(self, t: int) -> SequenceWindows:
         own = super().training_windows(t)
@@ -278,11 +304,17 @@ class Distillation(ContinualLearner):
 
     def __init__(self, data: StagedInteractions, settings: BackboneSettings, seed: int = 0,
                  progress: bool = False, alpha: float = 1.0, temperature: float = 2.0) -> None:
+        self.check_options(settings, alpha=alpha, temperature=temperature)
         super().__init__(data, settings, seed, progress)
-        if not alpha >= 0 or not temperature > 0:
-            raise ValueError(f"distillation needs alpha >= 0 and temperature > 0, got {alpha}, {temperature}")
         self.alpha, self.temperature = float(alpha), float(temperature)
         self.teacher: SASRec | None = None
+
+    @classmethod
+    def check_options(cls, settings: BackboneSettings, alpha: float = 1.0, temperature: float = 2.0,
+                      **options: Any) -> None:
+        """``alpha >= 0`` and ``temperature > 0`` (see :meth:`ContinualLearner.check_options`)."""
+        require(alpha >= 0, "alpha", alpha, ">= 0")
+        require(temperature > 0, "temperature", temperature, "> 0")
 
     def before_stage(self, t: int) -> None:
         self.teacher = None if t == 0 else _frozen_copy(self.model)
@@ -358,12 +390,18 @@ class EWC(ContinualLearner):
 
     def __init__(self, data: StagedInteractions, settings: BackboneSettings, seed: int = 0,
                  progress: bool = False, lam: float = 100000.0, gamma: float = 1.0) -> None:
+        self.check_options(settings, lam=lam, gamma=gamma)
         super().__init__(data, settings, seed, progress)
-        if not lam >= 0 or not 0 <= gamma <= 1:
-            raise ValueError(f"EWC needs lam >= 0 and 0 <= gamma <= 1, got lam={lam}, gamma={gamma}")
         self.lam, self.gamma = float(lam), float(gamma)
         self.fisher: dict[str, Tensor] | None = None
         self.anchors: dict[str, Tensor] | None = None
+
+    @classmethod
+    def check_options(cls, settings: BackboneSettings, lam: float = 100000.0, gamma: float = 1.0,
+                      **options: Any) -> None:
+        """``lam >= 0`` and ``0 <= gamma <= 1`` (see :meth:`ContinualLearner.check_options`)."""
+        require(lam >= 0, "lam", lam, ">= 0")
+        require(0 <= gamma <= 1, "gamma", gamma, "in [0, 1]")
 
     def extra_loss(self, batch: dict[str, Tensor]) -> Tensor | None:
         if self.fisher is None or self.lam == 0:

@@ -1,7 +1,8 @@
 """``recframe continual --config FILE``: run continual learners through the stage protocol and report them.
 
-The YAML config (every key optional except ``data.dataset``; an unknown key or a wrong type is refused with
-a message naming it)::
+The YAML config (every key optional except ``data.dataset``). Malformed YAML, an unknown key, a wrong type
+(``hidden: sixteen``) or a value out of range (``replay: {capacity: -5}``) is refused in one line naming
+the file and the key, before the data load and any training::
 
     seeds: [0, 1, 2]
     data: {dataset: ml-100k, root: datasets, n_stages: 5, validation_share: 0.3}
@@ -22,7 +23,8 @@ stage tests choose settings (``benchmarks/continual_ml100k.py`` does), the other
 user's metrics are ever used both to choose and to report.
 
 When ``vamirec`` runs, its backbone is the fine-tune learner's (same seed, same batches), so its
-``fine-tune`` row is reported and a separate ``fine-tune`` run is skipped.
+``fine-tune`` row is reported and a separate ``fine-tune`` run is skipped. A progress bar per stage is shown
+on stderr when it is a terminal (``--progress`` / ``--no-progress`` decide otherwise).
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
+import typing
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from recframe.checkpoint_io import atomic_write
 from recframe.continual.baselines import (
@@ -50,6 +53,7 @@ from recframe.continual.protocol import ProtocolResult, run_protocol
 from recframe.continual.stages import StagedInteractions, split_stages
 from recframe.continual.vamirec import VAMIRec
 from recframe.data.interactions import DataError
+from recframe.yaml_config import build_settings, check_value, in_file, read_yaml_config
 
 __all__ = ["METHODS", "ContinualConfig", "build_data", "load_config", "main", "run_comparison",
            "validation_users"]
@@ -74,75 +78,72 @@ class ContinualConfig:
     output: str | None = None
 
 
-def _type_ok(value: Any, kind: type) -> bool:
-    if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, kind)
-
-
-def _check_keys(section: dict[str, Any], allowed: dict[str, type], where: str) -> None:
+def _check_keys(section: dict[str, Any], allowed: dict[str, type], where: str) -> dict[str, Any]:
+    """``section`` with every key known and every value of its type (``None`` kept)."""
+    out: dict[str, Any] = {}
     for key, value in section.items():
         if key not in allowed:
             raise DataError(f"{where}{key}: unknown key; valid keys here: {sorted(allowed)}")
-        kind = allowed[key]
-        if value is not None and not _type_ok(value, kind):
-            raise DataError(f"{where}{key}: expected {kind.__name__}, got {value!r}")
+        out[key] = None if value is None else check_value(value, allowed[key], f"{where}{key}")
+    return out
 
 
 def load_config(source: str | Path | dict[str, Any]) -> ContinualConfig:
-    """Read and validate a config (a YAML path or an already-parsed dict)."""
+    """Read and validate a config (a YAML path or an already-parsed dict).
+
+    Raises:
+        DataError: one line naming the file (for a path) and the key.
+    """
     if isinstance(source, dict):
-        raw = source
-    else:
-        path = Path(source)
-        if not path.is_file():
-            raise DataError(f"--config {path}: no such file; give a continual YAML config "
-                            "(e.g. configs/continual_ml100k.yaml).")
-        raw = yaml.safe_load(path.read_text()) or {}
-    if not isinstance(raw, dict):
-        raise DataError("the continual config must be a mapping with keys " + ", ".join(sorted(TOP_KEYS)))
-    _check_keys(raw, TOP_KEYS, "")
-    data = dict(raw.get("data") or {})
-    _check_keys(data, DATA_KEYS, "data.")
+        return _validate(source)
+    raw = read_yaml_config(source, "a continual", "configs/continual_ml100k.yaml")
+    with in_file(source):
+        return _validate(raw)
+
+
+def _validate(raw: dict[str, Any]) -> ContinualConfig:
+    raw = _check_keys(raw, TOP_KEYS, "")
+    data = _check_keys(dict(raw.get("data") or {}), DATA_KEYS, "data.")
+    data = {k: v for k, v in data.items() if v is not None}
     if "dataset" not in data:
         raise DataError("data.dataset: missing; name the data (e.g. ml-100k, continual-shift or a file).")
-    share = float(data.get("validation_share", 0.3))
+    share = data.get("validation_share", 0.3)
     if not 0 <= share < 1:
         raise DataError(f"data.validation_share: {share}; it must be in [0, 1).")
-    fields = {f.name: f.type for f in dataclasses.fields(BackboneSettings)}
-    backbone = dict(raw.get("backbone") or {})
-    for key in backbone:
-        if key not in fields:
-            raise DataError(f"backbone.{key}: unknown key; valid keys: {sorted(fields)}")
-    try:
-        settings = BackboneSettings(**backbone)
-    except TypeError as err:
-        raise DataError(f"backbone: {err}") from None
+    n_stages = data.get("n_stages", 5)
+    if n_stages < 2:
+        raise DataError(f"data.n_stages: {n_stages}; continual learning needs a whole number of stages >= 2.")
+    settings = build_settings(BackboneSettings, raw.get("backbone"), "backbone.")
     methods = raw.get("methods") or {"fine-tune": {}}
     for name, kwargs in methods.items():
         if name not in METHODS:
             raise DataError(f"methods.{name}: unknown method; choose from {sorted(METHODS)}")
         if kwargs is not None and not isinstance(kwargs, dict):
             raise DataError(f"methods.{name}: expected a mapping of settings, got {kwargs!r}")
-        _check_method_kwargs(name, kwargs or {})
+        methods[name] = _check_method_kwargs(name, kwargs or {}, settings)
     seeds = raw.get("seeds", [0])
-    if not seeds or not all(_type_ok(s, int) for s in seeds):
+    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise DataError(f"seeds: expected a non-empty list of whole numbers, got {seeds!r}")
-    methods = {k: dict(v or {}) for k, v in methods.items()}
-    return ContinualConfig(data=data, backbone=settings, methods=methods,
+    return ContinualConfig(data=data, backbone=settings, methods=dict(methods),
                            seeds=list(seeds), output=raw.get("output"))
 
 
-def _check_method_kwargs(name: str, kwargs: dict[str, Any]) -> None:
-    import inspect
-
-    params = inspect.signature(METHODS[name].__init__).parameters
-    allowed = [p for p in params if p not in ("self", "data", "settings", "seed", "progress")]
-    for key in kwargs:
+def _check_method_kwargs(name: str, kwargs: dict[str, Any], settings: BackboneSettings) -> dict[str, Any]:
+    """``kwargs`` of learner ``name``: known keywords of its constructor, of the annotated types, in the
+    learner's ranges (:meth:`~recframe.continual.baselines.ContinualLearner.check_options`)."""
+    cls = METHODS[name]
+    hints = typing.get_type_hints(cls.__init__)
+    allowed = [p for p in hints if p not in ("self", "data", "settings", "seed", "progress", "return")]
+    checked: dict[str, Any] = {}
+    for key, value in kwargs.items():
         if key not in allowed:
             raise DataError(f"methods.{name}.{key}: unknown setting; {name} takes {allowed}")
+        checked[key] = check_value(value, hints[key], f"methods.{name}.{key}")
+    try:
+        cls.check_options(settings, **checked)
+    except ValueError as exc:
+        raise DataError(f"methods.{name}.{exc}") from None
+    return checked
 
 
 def build_data(data: dict[str, Any]) -> StagedInteractions:
@@ -155,7 +156,12 @@ def build_data(data: dict[str, Any]) -> StagedInteractions:
         from recframe.continual.synthetic import make_shift_data
 
         kwargs = {"n_stages": n_stages, **(data.get("synthetic") or {})}
-        inter = make_shift_data(**kwargs).interactions
+        try:
+            inter = make_shift_data(**kwargs).interactions
+        except (TypeError, ValueError) as exc:
+            problem = " ".join(str(exc).split())
+            raise DataError(f"data.synthetic: {problem} (continual-shift keywords: n_users, n_items, "
+                            "n_clusters, per_stage, shift_rate, noise_rate, seed).") from None
     else:
         inter = load_source(data["dataset"], data.get("root", "datasets"), data.get("columns"),
                             data.get("synthetic"))
@@ -245,16 +251,19 @@ def mean_table(runs: dict[str, Any], population: str = "test",
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``recframe continual --config FILE [--output JSON] [--progress]``."""
+    """``recframe continual --config FILE [--output JSON] [--progress | --no-progress]``."""
     parser = argparse.ArgumentParser(prog="recframe continual", description=__doc__.splitlines()[0])
     parser.add_argument("--config", "-c", required=True, help="continual YAML config")
     parser.add_argument("--output", help="results JSON (overrides the config's output)")
-    parser.add_argument("--progress", action="store_true", help="show a progress bar per stage")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="a progress bar per stage on stderr (default: when stderr is a terminal)")
     ns = parser.parse_args(argv)
+    progress = sys.stderr.isatty() if ns.progress is None else ns.progress
     cfg = load_config(ns.config)
-    data = build_data(cfg.data)
+    with in_file(ns.config):  # a data.synthetic keyword the generator refuses names the file too
+        data = build_data(cfg.data)
     result = run_comparison(data, cfg.backbone, cfg.methods, cfg.seeds,
-                            float(cfg.data.get("validation_share", 0.3)), progress=ns.progress)
+                            float(cfg.data.get("validation_share", 0.3)), progress=progress)
     result["config"] = {"data": cfg.data, "backbone": dataclasses.asdict(cfg.backbone),
                         "methods": cfg.methods, "seeds": cfg.seeds}
     result["data_fingerprint"] = data.inter.fingerprint

@@ -57,6 +57,7 @@ Policy (inference)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -67,6 +68,7 @@ from recframe.continual.stages import StagedInteractions
 from recframe.data.batches import SequenceWindows
 from recframe.data.datamodule import EvalSet
 from recframe.models.sasrec import SASRec
+from recframe.yaml_config import require
 
 __all__ = ["OPERATIONS", "MemoryState", "PolicyNet", "VAMIRec", "candidate_queries", "conservative_values",
            "lookahead_set", "memory_state", "memory_features"]
@@ -210,13 +212,9 @@ class VAMIRec(FineTune):
                  progress: bool = False, short_len: int = 5, half_life: float = 200.0, eta: float = 0.5,
                  mc_passes: int = 8, lam: float = 1.0, cost: float = 0.01, tau: float = 0.05,
                  policy_steps: int = 300) -> None:
+        self.check_options(settings, short_len=short_len, half_life=half_life, eta=eta, mc_passes=mc_passes,
+                           lam=lam, cost=cost, tau=tau, policy_steps=policy_steps)
         super().__init__(data, settings, seed, progress)
-        if short_len < 1 or short_len > settings.max_len:
-            raise ValueError(f"vamirec.short_len={short_len} must be in 1..max_len={settings.max_len}")
-        if not half_life > 0 or not 0 < eta <= 1 or mc_passes < 2 or lam < 0 or cost < 0 or not tau > 0:
-            raise ValueError("vamirec needs half_life > 0, 0 < eta <= 1, mc_passes >= 2, lam >= 0, cost >= 0 "
-                             f"and tau > 0; got half_life={half_life}, eta={eta}, mc_passes={mc_passes}, "
-                             f"lam={lam}, cost={cost}, tau={tau}")
         self.short_len, self.half_life, self.eta = short_len, half_life, eta
         self.mc_passes, self.lam, self.cost, self.tau = mc_passes, lam, cost, tau
         self.policy_steps = policy_steps
@@ -224,6 +222,21 @@ class VAMIRec(FineTune):
         self.values_: list[Tensor] = []
         self.policy: PolicyNet | None = None
         self.choices_: list[list[int]] = []  # operation counts of every score call since the last stage
+
+    @classmethod
+    def check_options(cls, settings: BackboneSettings, short_len: int = 5, half_life: float = 200.0,
+                      eta: float = 0.5, mc_passes: int = 8, lam: float = 1.0, cost: float = 0.01,
+                      tau: float = 0.05, policy_steps: int = 300, **options: Any) -> None:
+        """The ranges of the options (class docstring; see :meth:`ContinualLearner.check_options`)."""
+        require(1 <= short_len <= settings.max_len, "short_len", short_len,
+                f"in 1..max_len ({settings.max_len})")
+        require(half_life > 0, "half_life", half_life, "> 0")
+        require(0 < eta <= 1, "eta", eta, "in (0, 1]")
+        require(mc_passes >= 2, "mc_passes", mc_passes, ">= 2")
+        require(lam >= 0, "lam", lam, ">= 0")
+        require(cost >= 0, "cost", cost, ">= 0")
+        require(tau > 0, "tau", tau, "> 0")
+        require(policy_steps >= 0, "policy_steps", policy_steps, ">= 0")
 
     # ------------------------------------------------------------- training time
     def before_stage(self, t: int) -> None:
