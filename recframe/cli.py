@@ -246,7 +246,7 @@ def quiet_lightning() -> None:
 
 
 def run_cli(args: list[str] | None = None, run: bool = True, cli_class: type[RecCLI] = RecCLI) -> RecCLI:
-    """Build (and by default run) the LightningCLI for ``args`` (``cli_class``: a :class:`RecCLI` subclass)."""
+    """Build (and by default run) LightningCLI for ``args`` (``cli_class``: a :class:`RecCLI` subclass)."""
     quiet_lightning()
     import recframe.models.generative  # noqa: F401 - registers TIGER, SIDDecoder, FLASH (listed by fit --help)
 

@@ -43,8 +43,8 @@ def test_help_lists_every_subcommand(capsys) -> None:
     assert out.strip() == USAGE.strip()
 
 
-@pytest.mark.parametrize(("typed", "meant"), [("fti", "fit"), ("recomend", "recommend"), ("unlern", "unlearn"),
-                                              ("predict", "recommend")])
+@pytest.mark.parametrize(("typed", "meant"), [("fti", "fit"), ("recomend", "recommend"),
+                                              ("unlern", "unlearn"), ("predict", "recommend")])
 def test_misspelled_subcommand_suggests_and_does_not_blame_the_config(typed: str, meant: str, capsys) -> None:
     assert main([typed, "--config", "configs/smoke/sasrec.yaml"]) == 2
     err = capsys.readouterr().err.strip()
@@ -95,10 +95,12 @@ def test_bad_value_in_the_file_still_names_the_file(in_tmp: Path, capsys) -> Non
 
 
 def test_blame_override_matching_rules() -> None:
-    args = ["--config", "c.yaml", "--trainer.max_epochs", "3", "--model.init_args.hidden=abc", "--print_config"]
+    args = ["--config", "c.yaml", "--trainer.max_epochs", "3", "--model.init_args.hidden=abc",
+            "--print_config"]
     assert [str(o) for o in overrides_in(args)] == ["--trainer.max_epochs 3", "--model.init_args.hidden abc"]
-    nested = ('Parser key "model":\n  Problem with given class_path \'x.SASRec\':\n    Parser key "hidden":\n'
-              "      Expected a <class 'int'>. Got value: abc\n  Given value: NestedArg(key='hidden', val='abc')")
+    nested = ('Parser key "model":\n  Problem with given class_path \'x.SASRec\':\n'
+              '    Parser key "hidden":\n      Expected a <class \'int\'>. Got value: abc\n'
+              "  Given value: NestedArg(key='hidden', val='abc')")
     assert str(blame_override(nested, args)) == "--model.init_args.hidden abc"
     # the file set a bad data key: no override set it
     assert blame_override('Parser key "data.max_len":\n  Expected int\n  Given value: twenty', args) is None
