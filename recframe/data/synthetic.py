@@ -29,6 +29,9 @@ Deterministic under ``seed``; about 0.1 s for 1,000 users.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -306,20 +309,42 @@ def _item_features(members: list[np.ndarray], names: list[str], year: np.ndarray
     counting items cluster by cluster in raw-id order. Items that never occur are left out.
     """
     title = np.full(n_dense + 1, "", dtype=object)
-    categories: list[list[str]] = [[] for _ in range(n_dense + 1)]
     years = np.zeros(n_dense + 1, dtype=np.int64)
+    cluster_of = np.zeros(n_dense + 1, dtype=np.int64)
     k = 0
     for c, items in enumerate(members):
         words = _THEMES[c][1] if c < len(_THEMES) else tuple(f"topic{c}w{w}" for w in range(8))
-        for j, i in enumerate(np.sort(items).tolist()):
-            dense = int(raw_item_to_dense[i])
-            if dense:
-                w1, w2 = words[j % len(words)], words[(j // len(words) + 3 * j + 1) % len(words)]
-                title[dense] = f"{w1.title()} {w2} {j + 1}"
-                categories[dense] = [names[c]]
-                years[dense] = year[k]
-            k += 1
+        raw = np.sort(items)
+        dense = raw_item_to_dense[raw]
+        j = np.flatnonzero(dense)  # rank by raw id in the cluster, of the items that occur
+        dense = dense[j]
+        w1 = [words[w].title() for w in (j % len(words)).tolist()]
+        w2 = [words[w] for w in ((j // len(words) + 3 * j + 1) % len(words)).tolist()]
+        title[dense] = [f"{a} {b} {n}" for a, b, n in zip(w1, w2, (j + 1).tolist())]
+        years[dense] = year[k + j]
+        cluster_of[dense] = c
+        k += len(raw)
+    with _collector_paused():  # one small list per item: no cycles, but enough objects to trigger full GCs
+        categories = [[names[c]] for c in cluster_of.tolist()]
+    categories[0] = []
     return ItemFeatures(title=title, categories=categories, year=years)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while many acyclic containers are built.
+
+    Allocating ``n`` lists triggers ``O(n)`` collections, and each full one walks every object of the
+    process (torch, Lightning): measured 2 s for 170k one-item lists in a process with Lightning loaded,
+    0.03 s paused. The previous state is restored on exit.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _check(
