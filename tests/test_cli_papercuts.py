@@ -3,6 +3,7 @@ subcommand or a bad override is blamed correctly, fit says where its checkpoints
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,16 @@ def test_fit_prints_where_the_checkpoints_are(in_tmp: Path, capsys) -> None:
     assert (in_tmp / best[0].split(": ", 1)[1]).is_file()
     last_path = in_tmp / last[0].split(": ", 1)[1]
     assert last_path.name == "last.ckpt" and last_path.is_file()
+
+
+# ----------------------------------------------------------------------------- data
+def test_dropped_duplicate_rows_are_reported_at_the_default_log_level(caplog) -> None:
+    from recframe.data.filters import drop_exact_duplicates
+    from recframe.data.interactions import Interactions
+
+    inter = Interactions.from_raw(users=["a", "a", "b"], items=["x", "x", "x"], timestamps=[1.0, 1.0, 1.0])
+    with caplog.at_level(logging.WARNING, logger="recframe.data"):
+        drop_exact_duplicates(inter)
+    dropped = [r for r in caplog.records if "dropped 1 exact duplicate" in r.getMessage()]
+    assert len(dropped) == 1 and dropped[0].levelno >= logging.WARNING  # Python's default level shows it
+    assert "data.duplicates: keep" in dropped[0].getMessage()

@@ -143,7 +143,7 @@ def _exact_duplicates_sorted(inter: Interactions) -> np.ndarray:
 
 
 def drop_exact_duplicates(inter: Interactions) -> Interactions:
-    """Keep the first of every group of rows with the same (user, item, timestamp); log how many went.
+    """Keep the first of every group of rows with the same (user, item, timestamp); warn how many went.
 
     An exact duplicate is the same event recorded twice. Kept, it can put a held-out
     interaction into the user's own training history (leave-one-out holds out one copy,
@@ -156,8 +156,9 @@ def drop_exact_duplicates(inter: Interactions) -> Interactions:
     n_dropped = int(repeat.sum())
     if n_dropped == 0:
         return inter
-    logger.info("%s: dropped %d exact duplicate (user, item, timestamp) rows of %d (data.duplicates: drop; "
-                "set data.duplicates: keep to keep them)", inter.name, n_dropped, len(inter))
+    logger.warning("%s: dropped %d exact duplicate (user, item, timestamp) rows of %d "
+                   "(data.duplicates: drop; set data.duplicates: keep to keep them)",
+                   inter.name, n_dropped, len(inter))
     return inter.select(~repeat)
 
 
