@@ -22,8 +22,8 @@ config that trains it::
     output: runs/unlearn_horror.json      # the report; optional
 
 The data are rebuilt from the checkpoint's stored config (``data:`` overrides single keys) and must have the
-checkpoint's data fingerprint. Progress bars (stderr) follow the retrain reference and every fine-tuning
-method; ``--no-progress`` turns them off.
+checkpoint's data fingerprint. Progress bars follow every fine-tuning method (stderr) and the retrain
+reference (Lightning's bar, as in ``recframe fit``); ``--no-progress`` turns them off.
 """
 
 from __future__ import annotations
