@@ -222,6 +222,9 @@ def load_table(
 
     def ids(key: str) -> np.ndarray:
         col = frame[mapping[key]]
+        if pd.api.types.is_integer_dtype(col) and not col.isna().any():
+            # integer ids stay integers (only the id map's distinct ids become strings)
+            return col.to_numpy(dtype=getattr(col.dtype, "numpy_dtype", col.dtype))
         values = col.astype(str).str.strip().to_numpy(dtype=object)
         missing = col.isna().to_numpy() | (values == "")
         if missing.any():
