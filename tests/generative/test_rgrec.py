@@ -1,6 +1,7 @@
 """R-GRec: the item graph (hand-computed weights, training edges only), weight-proportional neighbour
 sampling, each objective learning planted structure, no change to inference, spec/checkpoint round trips,
-config errors, and an end-to-end fit on both backbones that logs the three auxiliary terms."""
+the sampling counter checkpointed (a resumed fit continues the stream), config errors, and an end-to-end fit
+on both backbones that logs the three auxiliary terms."""
 
 from __future__ import annotations
 
@@ -221,7 +222,9 @@ def test_addon_changes_no_inference_output(cls) -> None:
     rgrec._build(codes(n=train.n_items), SIZES)
     rgrec.bind_data(train)
     assert not any("graph" in key for key in rgrec.state_dict())
-    assert list(rgrec.state_dict()) == list(plain.state_dict())
+    # no parameter or buffer: only the sampling counter is added
+    assert set(rgrec.state_dict()) - set(plain.state_dict()) == {"backbone.addons.0._extra_state"}
+    assert set(plain.state_dict()) <= set(rgrec.state_dict())
     rgrec.load_state_dict(plain.state_dict())  # strict: the plain backbone's weights fit exactly
     history = {"history": torch.tensor([[0, 0, 3, 5, 7, 9, 10], [1, 2, 3, 4, 5, 6, 40],
                                         [0, 0, 0, 0, 0, 0, 12]])}
@@ -311,3 +314,90 @@ def test_fit_logs_the_three_auxiliary_terms(cls) -> None:
         assert torch.isfinite(logged[f"train/aux_{name}"]), name
     graph = model.backbone.addons[0].graph
     assert torch.equal(graph.edge_index, cooccurrence_graph(dm.split.train).edge_index)
+
+
+# ------------------------------------------------------------------ the sampling counter is checkpointed
+def _draws(model, targets: torch.Tensor, n: int) -> list[tuple[list[int], list[int]]]:
+    """The (anchors, neighbours) of the next ``n`` sampling calls (as one training step draws them)."""
+    addon = model.backbone.addons[0]
+    out = []
+    for _ in range(n):
+        anchors, neighbours = addon.sample_pairs(targets, addon.generator(targets.device))
+        out.append((anchors.tolist(), neighbours.tolist()))
+    return out
+
+
+def test_the_sampling_counter_round_trips_through_a_weights_only_checkpoint(tmp_path: Path) -> None:
+    """After a save and a load (bind_data first, as at a resumed fit's setup), the next draws are the ones
+    the saved model would have made; without the counter the stream would restart."""
+    train = _clustered(n_clusters=10)
+    targets = torch.arange(1, train.n_items + 1).view(4, -1)
+    model = SIDDecoder(n_items=train.n_items, addons=[RGRec(anchors=4)], **TINY)
+    model._build(codes(n=train.n_items), SIZES)
+    model.bind_data(train)
+    first = _draws(model, targets, 5)
+    assert model.backbone.addons[0].get_extra_state() == {"calls": 5}
+    save_checkpoint({"hyper_parameters": dict(model.hparams), "state_dict": model.state_dict()},
+                    tmp_path / "m.ckpt")
+    ckpt = load_checkpoint(tmp_path / "m.ckpt")  # weights_only=True
+    assert ckpt["state_dict"]["backbone.addons.0._extra_state"] == {"calls": 5}
+    again = SIDDecoder(**ckpt["hyper_parameters"])
+    again.load_state_dict(ckpt["state_dict"])
+    again.bind_data(train)  # a fresh fit: the stream restarts
+    assert _draws(again, targets, 5) == first
+    again.load_state_dict(ckpt["state_dict"])  # a resumed fit: restored after bind_data
+    assert _draws(again, targets, 3) == _draws(model, targets, 3)
+    assert first[0] != _draws(model, targets, 1)[0]  # the draws do move along the stream
+    # checkpoints written before the counter was saved still load strictly, and keep the counter
+    legacy = {k: v for k, v in ckpt["state_dict"].items() if not k.endswith("_extra_state")}
+    again.load_state_dict(legacy)
+    assert again.backbone.addons[0].get_extra_state() == {"calls": 8}
+    with pytest.raises(ValueError, match=r"_extra_state entry is damaged"):
+        again.load_state_dict({**legacy, "backbone.addons.0._extra_state": {"calls": -1}})
+
+
+class RecordingRGRec(RGRec):
+    """R-GRec that records every sampled (anchors, neighbours) pair set."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.drawn: list[tuple[list[int], list[int]]] = []
+
+    def sample_pairs(self, targets: torch.Tensor,
+                     generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        anchors, neighbours = super().sample_pairs(targets, generator)
+        self.drawn.append((anchors.tolist(), neighbours.tolist()))
+        return anchors, neighbours
+
+
+def _fit_rgrec(tmp_path: Path, epochs: int, ckpt_path: Path | None = None,
+               save: bool = False) -> tuple[Any, RecordingRGRec]:
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    L.seed_everything(0)
+    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split="loo", max_len=6, batch_size=64)
+    addon = RecordingRGRec(anchors=8)
+    model = SIDDecoder(n_items=dm.n_items, n_users=dm.n_users,
+                       tokenizer=RQKMeansTokenizer(n_levels=2, codebook_size=8), features="none", max_len=6,
+                       dim=16, n_layers=1, n_heads=2, inner=32, dropout=0.0, history_tokens="items",
+                       addons=[addon])
+    callbacks = [ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True, save_top_k=0)] if save else []
+    trainer = L.Trainer(max_epochs=epochs, limit_train_batches=3, limit_val_batches=0, logger=False,
+                        enable_checkpointing=save, callbacks=callbacks, enable_progress_bar=False,
+                        enable_model_summary=False, num_sanity_val_steps=0, default_root_dir=tmp_path)
+    trainer.fit(model, dm, ckpt_path=None if ckpt_path is None else str(ckpt_path))
+    return model, addon
+
+
+def test_a_resumed_fit_continues_the_sampling_stream(tmp_path: Path) -> None:
+    """Lightning resume: the second epoch of a run resumed after the first draws the pairs that the second
+    epoch of an uninterrupted run draws (batches are shuffled by (seed, epoch), the stream by call index)."""
+    _, whole = _fit_rgrec(tmp_path / "whole", 2)
+    assert len(whole.drawn) == 6 and whole.get_extra_state() == {"calls": 6}
+    _, first = _fit_rgrec(tmp_path / "a", 1, save=True)
+    assert first.drawn == whole.drawn[:3]
+    last = tmp_path / "a" / "ckpt" / "last.ckpt"
+    assert load_checkpoint(last)["state_dict"]["backbone.addons.0._extra_state"] == {"calls": 3}
+    _, resumed = _fit_rgrec(tmp_path / "b", 2, ckpt_path=last)
+    assert resumed.get_extra_state() == {"calls": 6}
+    assert resumed.drawn == whole.drawn[3:]

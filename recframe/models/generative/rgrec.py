@@ -13,7 +13,7 @@ and what we chose:
 no validation or test interaction creates an edge: within each user's time-ordered training sequence every
 pair of items at distance ``1..window`` adds ``1 / distance`` to their undirected edge; self-pairs are
 dropped; ``top_k`` optionally keeps each item's heaviest neighbours. The graph is held in **non-persistent
-buffers**: checkpoints do not carry it (a trained model's ``state_dict`` equals its backbone's, and plain
+buffers**: checkpoints do not carry it (R-GRec adds no parameter or buffer to the ``state_dict``, and plain
 backbone weights load into an R-GRec model strictly), inference never reads it, and a resumed fit rebuilds it
 from the same training data because ``bind_data`` runs at every fit.
 
@@ -24,8 +24,12 @@ drawn with probability proportional to edge weight. Sampling uses a private ``to
 every call from ``(seed, call index)`` (through numpy's ``SeedSequence``): the draws are a fixed function of
 ``seed`` and the number of calls since the last ``bind_data``, and they do not consume the global RNG, so
 the backbone's own random stream (dropout, data order) is the one ``seed_everything`` fixes. The call counter
-is not saved (it would add a key to the ``state_dict``): a resumed fit restarts the sampling stream, and
-under DDP every rank draws with the same stream (on its own batch's anchors).
+is checkpointed, as the add-on's extra state (``backbone.addons.<i>._extra_state`` = ``{"calls": n}``, plain
+data for ``weights_only`` loading): a fit resumed from a checkpoint continues the sampling stream where the
+interrupted fit was (Lightning restores the model after ``setup`` has run ``bind_data``, which resets the
+counter for a fresh fit). A state dict without that entry (plain backbone weights, or an R-GRec checkpoint
+written before the counter was saved) still loads strictly and leaves the counter as it is. Under DDP every
+rank draws with the same stream (on its own batch's anchors).
 
 **Objectives**, each an :class:`~recframe.models.generative.addons.AuxLoss` logged as ``train/aux_<name>``:
 
@@ -133,6 +137,31 @@ class RGRec(GenerativeAddon):
                                                 graph.cumweight)):
             self.register_buffer(name, value.to(device), persistent=False)
         self._calls = 0
+
+    # ------------------------------------------------------------------ checkpointed sampling state
+    def get_extra_state(self) -> dict[str, int]:
+        """The sampling counter, saved in the model's ``state_dict`` so a resumed fit continues the stream."""
+        return {"calls": int(self._calls)}
+
+    def set_extra_state(self, state: Any) -> None:
+        """Restore the sampling counter saved by :meth:`get_extra_state`."""
+        calls = state.get("calls") if isinstance(state, dict) else None
+        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+            raise ValueError(f"RGRec's checkpointed state must be {{'calls': <whole number >= 0>}}, got "
+                             f"{state!r}; the checkpoint's backbone.addons.<i>._extra_state entry is damaged "
+                             "(drop it to restart the sampling stream).")
+        self._calls = calls
+
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: Any, strict: bool,
+                              missing_keys: list[str], unexpected_keys: list[str],
+                              error_msgs: list[str]) -> None:
+        """Like torch's, except that a missing sampling counter is allowed: plain backbone weights and
+        checkpoints written before the counter was saved load strictly and keep the current counter."""
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+        key = prefix + "_extra_state"
+        if key not in state_dict and key in missing_keys:
+            missing_keys.remove(key)
 
     @property
     def graph(self) -> ItemGraph:
