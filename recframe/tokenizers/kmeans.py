@@ -1,7 +1,18 @@
 """Seeded k-means and balanced k-means on numpy arrays (the core of RQ-KMeans and RQ-VAE init).
 
-* :func:`kmeans`: k-means++ seeding (Arthur & Vassilvitskii, 2007) then Lloyd iterations until
-  the assignment stops changing (or ``n_iter``); an empty cluster is re-seeded at the point
+Two backends behind one call (:func:`kmeans_fit`, or :func:`kmeans` for the bare triple):
+
+* ``backend="faiss"``: FAISS's k-means (``faiss.Kmeans``: k-means++ seeding, Lloyd iterations in
+  float32 BLAS over all points, no subsampling, empty clusters split; a GPU when FAISS sees one and
+  ``gpu`` is not ``False``). It stops when an iteration lowers the inertia by less than ``tol``
+  (relative) or after ``n_iter`` iterations; its seed is drawn from ``rng``, so a fixed seed gives
+  identical labels in one process on one device. ``n_init > 1`` runs that many seeds, keeps the
+  lowest inertia. The final labels are the float64 nearest centroids (:func:`nearest`, the same
+  function encoding uses), so re-encoding the training points reproduces them. FAISS has no
+  capacity-constrained assignment, so ``balanced=True`` always runs the hand-written loop below.
+* ``backend="lloyd"`` (hand-written, float64; the default of :func:`kmeans`, which RQ-VAE's
+  codebook initialisation calls): k-means++ seeding (Arthur & Vassilvitskii, 2007) then Lloyd
+  iterations until the assignment stops changing (or ``n_iter``); an empty cluster is re-seeded at the point
   farthest from its centroid (as scikit-learn does). With ``n_init > 1`` the run with the lowest
   inertia is kept. The final labels are the nearest centroids, so re-encoding the training points
   reproduces them.
@@ -21,10 +32,30 @@ Distances are squared Euclidean in float64, computed in row chunks to bound memo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 from scipy import sparse
 
 CHUNK_ROWS = 65536
+BACKENDS: tuple[str, ...] = ("faiss", "lloyd")
+
+
+@dataclass(frozen=True)
+class KMeansFit:
+    """One k-means fit: ``centroids [k, d]`` (float64), ``labels [n]`` (nearest centroid, or the capacity-
+    constrained assignment when balanced), ``inertia`` (sum of squared distances to the assigned
+    centroid), ``n_iter`` (Lloyd iterations of the kept run), ``converged`` (stopped before the cap:
+    assignment unchanged for ``lloyd``, relative inertia decrease ``< tol`` for ``faiss``) and the
+    ``backend`` that ran."""
+
+    centroids: np.ndarray
+    labels: np.ndarray
+    inertia: float
+    n_iter: int
+    converged: bool
+    backend: str
 
 
 def sq_dists(x: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -91,43 +122,90 @@ def balanced_assign(dist: np.ndarray) -> np.ndarray:
 
 
 def kmeans(x: np.ndarray, k: int, *, rng: np.random.Generator, n_iter: int = 100, n_init: int = 1,
-           balanced: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
+           balanced: bool = False, backend: Literal["faiss", "lloyd"] = "lloyd", tol: float = 1e-4,
+           gpu: bool | None = None) -> tuple[np.ndarray, np.ndarray, float]:
     """Cluster the rows of ``x`` into ``k`` clusters; returns ``(centroids [k, d], labels [n], inertia)``.
 
-    ``inertia`` is the sum of squared distances of the points to their assigned centroid.
+    ``inertia`` is the sum of squared distances of the points to their assigned centroid. See
+    :func:`kmeans_fit` (which also reports iterations and convergence) for the arguments.
+    """
+    fit = kmeans_fit(x, k, rng=rng, n_iter=n_iter, n_init=n_init, balanced=balanced, backend=backend, tol=tol,
+                     gpu=gpu)
+    return fit.centroids, fit.labels, fit.inertia
+
+
+def kmeans_fit(x: np.ndarray, k: int, *, rng: np.random.Generator, n_iter: int = 100, n_init: int = 1,
+               balanced: bool = False, backend: Literal["faiss", "lloyd"] = "lloyd", tol: float = 1e-4,
+               gpu: bool | None = None) -> KMeansFit:
+    """Cluster the rows of ``x`` into ``k`` clusters (module docstring).
+
+    Args:
+        x: ``[n, d]`` points.
+        k: number of clusters.
+        rng: source of all randomness (seeding; FAISS's seed is drawn from it).
+        n_iter: most Lloyd iterations per run.
+        n_init: runs from different seeds; the lowest inertia is kept.
+        balanced: equal cluster sizes (always the hand-written loop).
+        backend: ``faiss`` or ``lloyd`` (hand-written).
+        tol: ``faiss`` stops when an iteration lowers the inertia by less than this fraction.
+        gpu: ``faiss`` on a GPU (``None``: when FAISS sees one).
 
     Raises:
-        ValueError: ``k`` is not in ``1..len(x)``.
+        ValueError: ``k`` is not in ``1..len(x)``, or an unknown backend.
     """
     x = np.asarray(x, dtype=np.float64)
     if not 1 <= k <= len(x):
         raise ValueError(f"k-means needs 1 <= codebook size <= number of points; got codebook size {k} for "
                          f"{len(x)} points. Use a smaller codebook_size.")
+    if backend not in BACKENDS:
+        raise ValueError(f"k-means backend={backend!r}; use one of {', '.join(BACKENDS)}.")
+    use_faiss = backend == "faiss" and not balanced
     best = None
     for _ in range(max(1, n_init)):
-        run = _lloyd(x, kmeans_plusplus(x, k, rng), n_iter=n_iter, balanced=balanced)
-        if best is None or run[2] < best[2]:
+        if use_faiss:
+            run = _faiss_run(x, k, seed=int(rng.integers(2**31 - 1)), n_iter=n_iter, tol=tol, gpu=gpu)
+        else:
+            run = _lloyd(x, kmeans_plusplus(x, k, rng), n_iter=n_iter, balanced=balanced)
+        if best is None or run.inertia < best.inertia:
             best = run
     return best
 
 
-def _lloyd(x: np.ndarray, centres: np.ndarray, *, n_iter: int, balanced: bool
-           ) -> tuple[np.ndarray, np.ndarray, float]:
+def _faiss_run(x: np.ndarray, k: int, *, seed: int, n_iter: int, tol: float, gpu: bool | None) -> KMeansFit:
+    import faiss
+
+    n, d = x.shape
+    on_gpu = faiss.get_num_gpus() > 0 if gpu is None else bool(gpu)
+    km = faiss.Kmeans(d, k, niter=max(1, n_iter), seed=seed, gpu=on_gpu, max_points_per_centroid=n,
+                      min_points_per_centroid=1, early_stop_threshold=float(tol),
+                      init_method=faiss.ClusteringInitMethod_KMEANS_PLUS_PLUS)
+    km.train(np.ascontiguousarray(x, dtype=np.float32))
+    obj = np.asarray(km.obj, dtype=np.float64)
+    converged = len(obj) < max(1, n_iter) or (len(obj) > 1 and obj[-2] - obj[-1] <= tol * obj[-2])
+    centres = km.centroids.astype(np.float64)
+    labels, dist = nearest(x, centres)
+    return KMeansFit(centres, labels, float(dist.sum()), len(obj), bool(converged), "faiss")
+
+
+def _lloyd(x: np.ndarray, centres: np.ndarray, *, n_iter: int, balanced: bool) -> KMeansFit:
     k = len(centres)
     labels = None
+    done, converged = 0, False
     for _ in range(max(1, n_iter)):
         if balanced:
             new = balanced_assign(sq_dists(x, centres))
         else:
             new, _ = nearest(x, centres)
         if labels is not None and np.array_equal(new, labels):
+            converged = True
             break
         labels = new
         centres = _update(x, labels, centres, k)
+        done += 1
     if not balanced:  # labels = nearest centroid, so encoding the training points reproduces them
         labels, _ = nearest(x, centres)
     inertia = float(((x - centres[labels]) ** 2).sum())
-    return centres, labels, inertia
+    return KMeansFit(centres, labels, inertia, done, converged, "lloyd")
 
 
 def _update(x: np.ndarray, labels: np.ndarray, centres: np.ndarray, k: int) -> np.ndarray:

@@ -17,17 +17,22 @@ evenly over the trie, at some cost in reconstruction error. Encoding new vectors
 Choices the method leaves open, and what is done here: features are used as given (no
 normalisation, MiniLM vectors are already unit length); k-means++ seeding with ``n_init`` restarts
 (default 1) and at most ``n_iter`` Lloyd iterations; all randomness from ``numpy.random.default_rng(seed)``.
+The k-means is FAISS's (``backend="faiss"``, the default: float32 BLAS, a GPU when FAISS sees one,
+stopping when an iteration lowers the inertia by less than ``tol``), or the hand-written float64 Lloyd
+loop (``backend="lloyd"``, which stops when the assignment stops changing); balanced levels always use
+the hand-written loop (see :mod:`recframe.tokenizers.kmeans`). ``stats`` records per level the
+iterations run, whether the level converged before ``n_iter``, and its inertia.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from recframe.tokenizers.base import SIDTokenizer, check_positive_int, level_sizes
-from recframe.tokenizers.kmeans import kmeans, nearest
+from recframe.tokenizers.kmeans import BACKENDS, kmeans_fit, nearest
 
 
 class RQKMeansTokenizer(SIDTokenizer):
@@ -40,6 +45,8 @@ class RQKMeansTokenizer(SIDTokenizer):
         n_iter: maximum Lloyd iterations per level.
         n_init: k-means++ restarts per level (lowest inertia kept).
         seed: seed of all randomness.
+        backend: ``faiss`` (FAISS k-means) or ``lloyd`` (the hand-written loop).
+        tol: ``faiss`` stops a level when an iteration lowers its inertia by less than this fraction.
 
     Fitted attributes: ``codebooks_`` (list of ``[K_l, d]`` float32 centroids), ``table_``.
     """
@@ -47,13 +54,20 @@ class RQKMeansTokenizer(SIDTokenizer):
     name = "rq_kmeans"
 
     def __init__(self, n_levels: int = 3, codebook_size: int | Sequence[int] = 256, *, balanced: bool = False,
-                 n_iter: int = 100, n_init: int = 1, seed: int = 0) -> None:
+                 n_iter: int = 100, n_init: int = 1, seed: int = 0,
+                 backend: Literal["faiss", "lloyd"] = "faiss", tol: float = 1e-4) -> None:
         self.n_levels = n_levels
         self.codebook_size = codebook_size
         self.balanced = bool(balanced)
         self.n_iter = check_positive_int("n_iter", n_iter)
         self.n_init = check_positive_int("n_init", n_init)
         self.seed = check_positive_int("seed", seed, minimum=0)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend={backend!r}; use one of {', '.join(BACKENDS)}.")
+        if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < 1:
+            raise ValueError(f"tol={tol!r}; it must be a number in [0, 1) (relative inertia decrease).")
+        self.backend = backend
+        self.tol = float(tol)
         self._sizes = level_sizes(n_levels, codebook_size)
 
     @property
@@ -62,22 +76,27 @@ class RQKMeansTokenizer(SIDTokenizer):
 
     def _settings(self) -> dict[str, Any]:
         return {"codebook_sizes": list(self._sizes), "balanced": self.balanced, "n_iter": self.n_iter,
-                "n_init": self.n_init, "seed": self.seed}
+                "n_init": self.n_init, "seed": self.seed, "backend": self.backend, "tol": self.tol}
 
     def _fit_codes(self, items: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
         rng = np.random.default_rng(self.seed)
         residual = items.astype(np.float64)
         codes = np.empty((len(items), len(self._sizes)), dtype=np.int64)
         mse = [float((residual ** 2).sum(1).mean())]
+        fits = []
         self.codebooks_ = []
         for level, k in enumerate(self._sizes):
-            centres, labels, _ = kmeans(residual, k, rng=rng, n_iter=self.n_iter, n_init=self.n_init,
-                                        balanced=self.balanced)
-            codes[:, level] = labels
-            residual = residual - centres[labels]
+            fit = kmeans_fit(residual, k, rng=rng, n_iter=self.n_iter, n_init=self.n_init,
+                             balanced=self.balanced, backend=self.backend, tol=self.tol)
+            codes[:, level] = fit.labels
+            residual = residual - fit.centroids[fit.labels]
             mse.append(float((residual ** 2).sum(1).mean()))
-            self.codebooks_.append(centres.astype(np.float32))
-        return codes, {"residual_mse": mse}
+            self.codebooks_.append(fit.centroids.astype(np.float32))
+            fits.append(fit)
+        return codes, {"residual_mse": mse, "kmeans_backend": [f.backend for f in fits],
+                       "kmeans_iterations": [f.n_iter for f in fits],
+                       "kmeans_converged": [f.converged for f in fits],
+                       "kmeans_inertia": [f.inertia for f in fits]}
 
     def _encode(self, vectors: np.ndarray) -> np.ndarray:
         residual = vectors.astype(np.float64)

@@ -1,4 +1,5 @@
-"""RQ-KMeans and the k-means core: planted clusters, residual error, balanced sizes, determinism."""
+"""RQ-KMeans and the k-means core: planted clusters, residual error, balanced sizes, determinism
+(both k-means backends: FAISS and the hand-written Lloyd loop)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from recframe.tokenizers import RQKMeansTokenizer
-from recframe.tokenizers.kmeans import balanced_assign, kmeans
+from recframe.tokenizers.kmeans import balanced_assign, kmeans, kmeans_fit
 from tests.tokenizers.planted import planted
 
 
@@ -67,13 +68,41 @@ def test_kmeans_rejects_too_many_codes():
         kmeans(np.zeros((10, 2)), 20, rng=np.random.default_rng(0))
 
 
-def test_determinism_and_seed_dependence(clusters):
+@pytest.mark.parametrize("backend", ["faiss", "lloyd"])
+def test_determinism_and_seed_dependence(clusters, backend):
     x, _ = clusters
-    a = RQKMeansTokenizer(n_levels=3, codebook_size=16, seed=7).fit(x)
-    b = RQKMeansTokenizer(n_levels=3, codebook_size=16, seed=7).fit(x)
-    c = RQKMeansTokenizer(n_levels=3, codebook_size=16, seed=8).fit(x)
+    a = RQKMeansTokenizer(n_levels=3, codebook_size=16, seed=7, backend=backend).fit(x)
+    b = RQKMeansTokenizer(n_levels=3, codebook_size=16, seed=7, backend=backend).fit(x)
+    c = RQKMeansTokenizer(n_levels=3, codebook_size=16, seed=8, backend=backend).fit(x)
     assert np.array_equal(a.codes, b.codes) and a.fingerprint == b.fingerprint
     assert not np.array_equal(a.codes, c.codes) and a.fingerprint != c.fingerprint
+    assert a.stats["kmeans_backend"] == [backend] * 3
+
+
+def test_faiss_kmeans_is_deterministic_for_a_fixed_seed():
+    x = np.random.default_rng(0).standard_normal((2000, 16))
+    runs = [kmeans_fit(x, 32, rng=np.random.default_rng(s), backend="faiss", n_iter=50) for s in (5, 5, 6)]
+    assert np.array_equal(runs[0].labels, runs[1].labels)
+    assert np.array_equal(runs[0].centroids, runs[1].centroids) and runs[0].inertia == runs[1].inertia
+    assert not np.array_equal(runs[0].labels, runs[2].labels)
+    assert runs[0].backend == "faiss" and 1 <= runs[0].n_iter <= 50
+
+
+def test_faiss_and_lloyd_find_the_planted_clusters_and_report_convergence(clusters):
+    x, labels = clusters
+    fits = {b: kmeans_fit(x[1:], 8, rng=np.random.default_rng(0), backend=b) for b in ("faiss", "lloyd")}
+    for fit in fits.values():
+        assert adjusted_rand_score(labels, fit.labels) >= 0.9
+        assert fit.converged and fit.n_iter < 100
+        # labels are the nearest centroids and the inertia is theirs
+        assert fit.inertia == pytest.approx(((x[1:] - fit.centroids[fit.labels]) ** 2).sum(), rel=1e-9)
+    assert fits["faiss"].inertia == pytest.approx(fits["lloyd"].inertia, rel=0.05)
+    table = RQKMeansTokenizer(n_levels=2, codebook_size=8, seed=0).fit(x)
+    assert table.stats["kmeans_converged"] == [True, True]
+    assert len(table.stats["kmeans_iterations"]) == len(table.stats["kmeans_inertia"]) == 2
+    # a cap of one iteration is reported as not converged
+    capped = kmeans_fit(x[1:], 8, rng=np.random.default_rng(0), backend="faiss", n_iter=1, tol=0.0)
+    assert capped.n_iter == 1 and not capped.converged
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -81,6 +110,8 @@ def test_determinism_and_seed_dependence(clusters):
     (dict(codebook_size=1), "codebook_size"),
     (dict(n_levels=2, codebook_size=(4, 4, 4)), "n_levels=2"),
     (dict(seed=-1), "seed"),
+    (dict(backend="sklearn"), "backend"),
+    (dict(tol=1.5), "tol"),
 ])
 def test_bad_settings_name_the_argument(kwargs, match):
     with pytest.raises(ValueError, match=match):
