@@ -37,7 +37,7 @@ from recframe.conversational.schema import Release
 from recframe.conversational.stats import paired_bootstrap, paired_ttest, spearman
 from recframe.conversational.view import Catalog
 
-__all__ = ["BenchmarkConfig", "run_benchmark", "render_markdown", "DEFAULT_BASELINES"]
+__all__ = ["BenchmarkConfig", "run_benchmark", "render_markdown", "paired_verdict", "DEFAULT_BASELINES"]
 
 logger = logging.getLogger("recframe.conversational")
 
@@ -225,6 +225,19 @@ def _p(p: float) -> str:
     return "<1e-300" if p == 0 else (f"{p:.2g}" if p < 0.001 else f"{p:.3f}")
 
 
+def paired_verdict(significant: bool, p: float, alpha: float = 0.05) -> str:
+    """The verdict of one paired test: the bootstrap interval decides (``significant``: it excludes 0).
+
+    The t-test's ``p`` is only shown alongside; where it falls on the other side of ``alpha``, the
+    verdict says so, so a table never shows "no significant difference" next to p = 0.01 unexplained.
+    """
+    verdict = "significant" if significant else "no significant difference"
+    if p is not None and math.isfinite(p) and (p < alpha) != significant:
+        side = "<" if p < alpha else "≥"
+        verdict += f" (bootstrap CI decides; t-test p {side} {alpha:g} disagrees)"
+    return verdict
+
+
 def render_markdown(payload: dict[str, Any]) -> str:
     """The results tables (metrics by family; paired tests; Grounding Score agreement; timing)."""
     sizes = payload["benchmarks"]
@@ -257,13 +270,15 @@ def render_markdown(payload: dict[str, Any]) -> str:
     lines += [
         "**Paired tests**: for each metric the best system against each other one, per dialogue "
         "(t-test: `scipy.stats.ttest_rel`; 95 % paired bootstrap interval of the difference best − other; "
-        "lower is better for turns_to_recovery and repeat_rejected_rate).",
+        "lower is better for turns_to_recovery and repeat_rejected_rate). The bootstrap interval decides "
+        "the verdict (significant when it excludes 0); p is the t-test's, shown alongside, and a verdict "
+        "notes where the t-test at the 5 % level disagrees.",
         "",
         "| family | metric | best | other | Δ mean | 95 % CI | t | p | dialogues | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in payload["tests"]:
-        verdict = "significant" if t["significant"] else "no significant difference"
+        verdict = paired_verdict(t["significant"], t["p"])
         lines.append(
             f"| {t['family']} | {t['metric']} | {t['best']} | {t['other']} | {_f(t['mean_diff'])} | "
             f"[{_f(t['ci95'][0])}, {_f(t['ci95'][1])}] | {_f(t['t'], 2)} | {_p(t['p'])} | {t['n']} | "

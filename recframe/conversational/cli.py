@@ -33,7 +33,9 @@ import dataclasses
 import io
 import json
 import logging
+import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +193,24 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def single_candidate_warning(dialogues: Sequence[Any], n_pois: int) -> str | None:
+    """A warning when some dialogues have one candidate (the target), where every ranking is perfect.
+
+    The generator draws a dialogue's candidates from the POIs of its city; with too few POIs per city a
+    dialogue ends up with the target alone. ``None`` when every dialogue has at least two candidates.
+    """
+    from recframe.conversational.generator import GeneratorConfig
+
+    single = sum(len(d.candidates) == 1 for d in dialogues)
+    if not single:
+        return None
+    cfg = GeneratorConfig()
+    enough = cfg.n_candidates * cfg.n_cities
+    return (f"{single} of {len(dialogues)} dialogues have a single candidate (the target), so every ranking "
+            f"metric is trivially perfect on them; --pois {n_pois} is too few for {cfg.n_cities} cities: "
+            f"give --pois {enough} or more ({cfg.n_candidates} candidates per city).")
+
+
 def _generate(args: argparse.Namespace) -> int:
     from recframe.conversational.generator import generate
     from recframe.conversational.loader import write_release
@@ -200,6 +220,9 @@ def _generate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise DataError(str(exc)) from None
     folder = write_release(release, args.out)
+    warning = single_candidate_warning(release.dialogues, args.pois)
+    if warning:
+        print(f"recframe conversational generate: warning: {warning}", file=sys.stderr)
     print(
         f"wrote {len(release.dialogues)} dialogues, {len(release.pois)} POIs, {len(release.reviews)} reviews "
         f"to {folder}"

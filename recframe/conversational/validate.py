@@ -87,7 +87,8 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, Any, str | None]]:
             try:
                 yield number, json.loads(line), None
             except json.JSONDecodeError as exc:
-                yield number, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+                # some of json's messages end in "at" ("Unterminated string starting at")
+                yield number, None, f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
 
 
 def canonical_poi(raw: dict[str, Any]) -> dict[str, Any]:
