@@ -46,9 +46,9 @@ class TuneSettings:
         metric: the validation metric chosen on (``val/ndcg@10``); test metrics are never computed.
         direction: ``maximize`` or ``minimize`` the metric.
         storage: the study folder (default ``runs/tune/<config name>``).
-        seed: seeds the sampler; before each trial it is reseeded with ``seed + trials so far``, so the draws
-            depend on the study's history, not on how many processes produced it. Training uses the config's
-            ``seed_everything``.
+        seed: seeds the sampler (TPE: reseeded with ``seed + trials so far`` before each trial, so its draws
+            depend on the study's history, not on how many processes produced it; grid: fixes the order of its
+            points). Training uses the config's ``seed_everything``.
     """
 
     config: Path
@@ -93,7 +93,7 @@ def tune(settings: TuneSettings, echo: Callable[[str], None] = print) -> dict[st
                 "sampler": settings.sampler, "seed": settings.seed, "metric": metric,
                 "direction": settings.direction}
     check_overrides(config, space.candidates(), space.source)
-    optuna.logging.set_verbosity(logging.WARNING)
+    optuna.logging.set_verbosity(logging.ERROR)
     with exclusive(storage):
         study = open_study(storage, identity, settings.direction)
         for number in recover_interrupted(study):
@@ -114,40 +114,52 @@ def tune(settings: TuneSettings, echo: Callable[[str], None] = print) -> dict[st
     return summary
 
 
-def _make_sampler(kind: str, space: SearchSpace, seed: int) -> optuna.samplers.BaseSampler:
+def _make_sampler(kind: str, space: SearchSpace, seed: int, n_trials: int) -> optuna.samplers.BaseSampler:
+    """The sampler for the next trial. TPE is reseeded with ``seed + n_trials`` (its draws then depend on
+    the study's history, not on the processes that wrote it); the grid keeps ``seed``, which fixes the order
+    of its points, so every process maps grid ids to the same points."""
     if kind == "grid":
         return optuna.samplers.GridSampler(space.grid(), seed=seed)
-    return optuna.samplers.TPESampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed + n_trials)
 
 
 def _run_one(settings: TuneSettings, space: SearchSpace, metric: str, storage: Path, study: optuna.Study,
              target: int, echo: Callable[[str], None]) -> None:
-    """Ask for one trial (a queued rerun first), train and validate it, tell the study and write its files."""
-    seed = settings.seed + len(study.get_trials(deepcopy=False))
-    study.sampler = _make_sampler(settings.sampler, space, seed)
-    trial = study.ask()
-    params = space.suggest(trial)
-    folder = trial_dir(storage, trial.number)
-    trial.set_user_attr("dir", shown(folder))
-    record: dict[str, Any] = {"number": trial.number, "params": params, "overrides": overrides(params),
-                              "metric": metric, "config": shown(folder / "config.yaml")}
-    try:
-        result = run_trial(settings.config, params, folder, metric)
-    except TrialFailed as exc:
-        trial.set_user_attr("failure", str(exc))
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        record.update(state="failed", value=None, failure=str(exc))
-    except Exception as exc:
-        # left for the next run to rerun (an error in the config, the data or the code stops the search)
-        trial.set_user_attr("error", " ".join(str(exc).split())[:500])
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        write_json(folder / "result.json", {**record, "state": "interrupted", "value": None,
-                                            "error": trial.user_attrs.get("error", "")})
-        raise
-    else:
+    """Run one trial (a queued rerun first): train and validate it, record it in the study, write its files.
+
+    Optuna's ``optimize`` runs it (one trial), so samplers see the trial life cycle they expect. A trial that
+    raises anything but :class:`TrialFailed` (an interrupt, an error in the config, the data or the code) is
+    left interrupted, to be rerun by the next run, and the error stops the search.
+    """
+    n_trials = len(study.get_trials(deepcopy=False))
+    study.sampler = _make_sampler(settings.sampler, space, settings.seed, n_trials)
+    record: dict[str, Any] = {}
+
+    def objective(trial: optuna.Trial) -> float:
+        params = space.suggest(trial)
+        folder = trial_dir(storage, trial.number)
+        trial.set_user_attr("dir", shown(folder))
+        record.update(number=trial.number, params=params, overrides=overrides(params), metric=metric,
+                      config=shown(folder / "config.yaml"))
+        try:
+            result = run_trial(settings.config, params, folder, metric)
+        except TrialFailed as exc:
+            trial.set_user_attr("failure", str(exc))
+            record.update(state="failed", value=None, failure=str(exc))
+            raise
+        except BaseException as exc:
+            error = " ".join(str(exc).split())[:500] or type(exc).__name__
+            trial.set_user_attr("error", error)
+            write_json(folder / "result.json",
+                       {**record, "state": "interrupted", "value": None, "error": error})
+            raise
         trial.set_user_attr("result", {k: v for k, v in result.items() if k != "value"})
-        study.tell(trial, result["value"])
         record.update(state="complete", **result)
+        return result["value"]
+
+    study.optimize(objective, n_trials=1, catch=(TrialFailed,))
+    folder = trial_dir(storage, record["number"])
+    params = record["params"]
     write_json(folder / "result.json", record)
     best = _best_counted(study, target)
     if best is not None:
@@ -158,7 +170,7 @@ def _run_one(settings: TuneSettings, space: SearchSpace, metric: str, storage: P
                              for k, v in params.items())
     outcome = f"{metric} = {record['value']:.4f}" if record["state"] == "complete" else record["state"]
     best_text = f"best {best.value:.4f} (trial {best.number})" if best is not None else "none complete yet"
-    echo(f"trial {trial.number} [{done}/{target}] {shown_params}: {outcome}; {best_text}")
+    echo(f"trial {record['number']} [{done}/{target}] {shown_params}: {outcome}; {best_text}")
     write_json(storage / "study.json", _summary(settings, space, metric, storage, study, target,
                                                 space.grid_size() if settings.sampler == "grid" else None))
 
