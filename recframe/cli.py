@@ -109,7 +109,8 @@ class RecCLI(LightningCLI):
         if model is not None and model.get("class_path"):  # bad model settings, before the data loads
             from recframe.constructor_errors import model_config_error
 
-            error = model_config_error(model.class_path, model.get("init_args"))
+            error = model_config_error(model.class_path, model.get("init_args"),
+                                       linked={key: f"data.{key}" for key in LINKED_FROM_DATA})
             if error is not None:
                 raise error
 

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
+from recframe.config_checks import check_whole
 from recframe.data.batches import (
     HistoryCollate,
     NegativeSampler,
@@ -254,23 +255,27 @@ class RecDataModule(L.LightningDataModule):
             the first copy and logs how many went, so a held-out event cannot also sit in the
             user's training history; ``keep`` keeps every copy (logged as a warning).
             See :func:`recframe.data.filters.drop_exact_duplicates`.
-        max_len: history length fed to sequential models (the CLI links it to the model's
+        max_len: history length fed to sequential models, >= 1 (the CLI links it to the model's
             ``max_len``, so a config sets it once, here).
         window_stride: for sequence models, how far consecutive training windows of one user
             are apart (default ``max_len``: no overlap). A smaller stride gives every target at
             least ``max_len - window_stride + 1`` items of context (see ``SequenceWindows.build``).
-        batch_size: training batch size.
-        eval_batch_size: users per evaluation chunk (metrics do not depend on it).
+        batch_size: training batch size, >= 1.
+        eval_batch_size: users per evaluation chunk, >= 1 (metrics do not depend on it).
         eval_ks: cut-offs for every metric, whole numbers >= 1.
         signed_lambda: penalty weight of a disliked hit in signed metrics.
         metric_families: extra metric families the evaluator streams for every
             model on this data (in YAML a list of ``{class_path, init_args}``);
             the standard and signed metrics are always there.
-        num_workers: DataLoader workers (0 keeps runs bit-reproducible on CPU).
+        num_workers: DataLoader workers, >= 0 (0 keeps runs bit-reproducible on CPU).
         cold_items: hold a set of items out of the data entirely (cold-start protocol,
             :mod:`recframe.data.cold_start`): ``{fraction: 0.1, seed: 0, min_interactions: 1,
             min_history: 1}`` (any key may be left out). Every split is built from the warm rows;
             :meth:`cold_eval_set` gives the cold test cases. ``None`` (default): off.
+
+    Raises:
+        SettingError: (:mod:`recframe.config_checks`) for a length, batch size, worker count or
+            k-core threshold out of range, before any data loads.
     """
 
     def __init__(
@@ -296,6 +301,14 @@ class RecDataModule(L.LightningDataModule):
         num_workers: int = 0,
         cold_items: dict[str, Any] | None = None,
     ) -> None:
+        # plain settings first, so a bad value is refused before anything loads
+        owner = type(self).__name__
+        check_whole(owner, "max_len", max_len, 1, "the history length fed to sequential models")
+        check_whole(owner, "batch_size", batch_size, 1, "training rows per batch")
+        check_whole(owner, "eval_batch_size", eval_batch_size, 1, "users per evaluation chunk")
+        check_whole(owner, "num_workers", num_workers, 0, "DataLoader worker processes; 0 loads in-process")
+        check_whole(owner, "user_k", user_k, 0, "the k-core threshold on users; 0 is off")
+        check_whole(owner, "item_k", item_k, 0, "the k-core threshold on items; 0 is off")
         super().__init__()
         # families are objects: the checkpoint keeps the resolved config instead (weights_only loading)
         self.save_hyperparameters(ignore=["metric_families"])

@@ -33,6 +33,7 @@ before the metrics are computed.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
@@ -43,6 +44,7 @@ from torch import Tensor, nn
 
 from recframe.metrics import FullRankingEvaluator
 from recframe.models.addons import AuxLoss, EmbeddingAddon, embedding_addon_from_spec
+from recframe.models.setting_rules import check_model_settings
 
 
 class RecModel(L.LightningModule, ABC):
@@ -63,16 +65,32 @@ class RecModel(L.LightningModule, ABC):
 
     def __init__(self, n_items: int, n_users: int = 0, lr: float = 1e-3, weight_decay: float = 0.0,
                  optimizer: Literal["adam", "adamw"] = "adam") -> None:
+        # every setting of the model's own constructor, checked before any layer is built
+        self.check_settings(_constructor_arguments(self))
         super().__init__()
-        if n_items < 1:
-            raise ValueError(f"{type(self).__name__}: n_items={n_items}; it must be a positive item count "
-                             "(the CLI links it from data.n_items).")
         self.n_items = n_items
         self.n_users = n_users
         self.lr = lr
         self.weight_decay = weight_decay
         self.optimizer_name = optimizer
         self.evaluator: FullRankingEvaluator | None = None
+
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> None:
+        """Refuse an out-of-range constructor setting before anything is built or loaded.
+
+        ``settings`` maps constructor arguments to values (keys the constructor does not take are
+        skipped, ``None`` values are not checked). The default applies the shared table of
+        :mod:`recframe.models.setting_rules` (widths, heads, dropouts, learning rate, ...); a model with
+        settings of its own extends it and calls ``super().check_settings(settings)``. The base
+        constructor calls it with the model's own constructor arguments, and ``recframe fit``/``validate``/
+        ``test`` with the parsed config before the data loads.
+
+        Raises:
+            SettingError: naming the model class and the argument.
+        """
+        params = inspect.signature(cls.__init__).parameters
+        check_model_settings(cls.__name__, {k: v for k, v in settings.items() if k in params})
 
     # ---------------------------------------------------------- model API
     @abstractmethod
@@ -273,6 +291,26 @@ class EmbeddingModel(RecModel):
 
     def score(self, batch: dict[str, Tensor]) -> Tensor:
         return self.query_embedding(batch) @ self.item_embeddings().T
+
+
+def _constructor_arguments(obj: Any) -> dict[str, Any]:
+    """The arguments of the outermost ``__init__`` now running for ``obj`` (the model's own constructor).
+
+    Walks up the ``__init__`` frames whose ``self`` is ``obj`` (a subclass constructor calling
+    ``super().__init__``), as Lightning's ``save_hyperparameters`` does, and returns the outermost
+    one's named arguments.
+    """
+    frame = inspect.currentframe()
+    found: dict[str, Any] = {}
+    try:
+        frame = frame.f_back if frame is not None else None  # RecModel.__init__, then its callers
+        while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is obj:
+            info = inspect.getargvalues(frame)
+            found = {name: info.locals[name] for name in info.args if name != "self" and name in info.locals}
+            frame = frame.f_back
+    finally:
+        del frame
+    return found
 
 
 def _batch_size(batch: dict[str, Tensor]) -> int:
