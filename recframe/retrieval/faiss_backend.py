@@ -26,8 +26,27 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import faiss
 import numpy as np
+
+
+class _DropLoaderFallbacks(logging.Filter):
+    """Drop FAISS's loader notes about optional builds that are absent (AVX512, AVX2, SVE, GPU variants).
+
+    The loader tries each optimised library in turn and logs "Could not load library with ... support"
+    with a traceback for every one this installation lacks, then loads the one it has. Those notes
+    (and the "Loading faiss with ..." lines before them) say nothing wrong and read as errors in a
+    run's log, so they are dropped; warnings and errors of the loader are kept.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING:
+            return True
+        message = str(record.msg)
+        return not message.startswith(("Could not load library", "Loading faiss"))
+
+
+logging.getLogger("faiss.loader").addFilter(_DropLoaderFallbacks())
+import faiss  # noqa: E402 - after the loader filter above, which must see the import's log records
 
 logger = logging.getLogger("recframe.retrieval")
 
