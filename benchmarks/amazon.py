@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import RESULTS, write_results
+from benchmarks.devices import devices, refusal
 from benchmarks.per_user import paired_over_seeds
 from benchmarks.seeded_runs import load_runs, run_missing, slug
 
@@ -176,7 +177,7 @@ def summarise(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, dict[str, A
             entry[metric] = mean_std([r["test"][metric] for r in group])
         entry["valid_ndcg@10"] = mean_std([r["valid"]["ndcg@10"] for r in group])
         entry["train_seconds"] = mean_std([r["train_seconds"] for r in group])
-        entry["devices"] = sorted({str(r.get("device", "cpu")) for r in group})
+        entry["devices"] = devices(group)
         entry["selected_epochs"] = [r["best_checkpoint_epoch"] for r in group]
         entry["epochs"] = [r["epochs"] for r in group]
         out[row] = entry
@@ -197,8 +198,9 @@ def comparisons(runs: Mapping[str, list[dict[str, Any]]], summary: Mapping[str, 
         if base not in runs or alt not in runs:
             continue
         key = f"{alt} vs {base}"
-        if summary[base]["devices"] != summary[alt]["devices"] or len(summary[base]["devices"]) != 1:
-            out[key] = {"refused": f"arms ran on {summary[alt]['devices']} and {summary[base]['devices']}"}
+        refused = refusal(runs[base], runs[alt])  # never pair a GPU run with a CPU run
+        if refused is not None:
+            out[key] = refused
             continue
         diff = paired_over_seeds(runs[alt], runs[base])
         diff["relative"] = diff["mean"] / statistics.fmean(r["test"]["ndcg@10"] for r in runs[base])

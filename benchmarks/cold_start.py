@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from benchmarks.common import RESULTS, claim, fit_and_test, write_results
+from benchmarks.devices import refusal
 from benchmarks.per_user import bootstrap_difference
 from recframe.checkpoint_io import atomic_write
 from recframe.data.cold_start import ColdEvalSet
@@ -161,6 +162,10 @@ def render() -> None:
         summary[row] = entry
     for base, alt in PAIRS:
         if base in runs and alt in runs:
+            refused = refusal(runs[base], runs[alt])  # never pair a GPU run with a CPU run
+            if refused is not None:
+                pairs[f"{alt} - {base}"] = refused
+                continue
             diff = per_case_ndcg(runs[alt]) - per_case_ndcg(runs[base])
             pairs[f"{alt} - {base}"] = bootstrap_difference(diff)
     lines = ["# Cold-start items on ML-100K", "",
@@ -178,6 +183,9 @@ def render() -> None:
     if pairs:
         lines += ["", "| difference (cold NDCG@10, per case) | mean | 95 % interval |", "|---|---|---|"]
         for name, p in pairs.items():
+            if "refused" in p:
+                lines.append(f"| {name} | not compared | {p['refused']} |")
+                continue
             low, high = p["ci95"]
             verdict = "" if p["significant"] else " (no significant difference)"
             lines.append(f"| {name} | {p['mean']:+.4f} | [{low:+.4f}, {high:+.4f}]{verdict} |")

@@ -35,6 +35,7 @@ from typing import Any
 
 from benchmarks import seeded_runs
 from benchmarks.common import RESULTS, claim, fit_and_test, save_figure, write_results
+from benchmarks.devices import refusal
 from benchmarks.per_user import paired_over_seeds
 from recframe.checkpoint_io import atomic_write, load_checkpoint
 
@@ -376,6 +377,10 @@ def paired(runs: Mapping[str, list[dict[str, Any]]], pairs: Sequence[tuple[str, 
     out = {}
     for base, alt in pairs:
         if base in runs and alt in runs and all("test_top10_ranks" in r for r in runs[base] + runs[alt]):
+            refused = refusal(runs[base], runs[alt])
+            if refused is not None:  # never pair a GPU run with a CPU run (benchmarks/devices.py)
+                out[f"{alt} vs {base}"] = refused
+                continue
             diff = paired_over_seeds(runs[alt], runs[base])
             diff["relative"] = diff["mean"] / statistics.fmean(r["test"]["ndcg@10"] for r in runs[base])
             out[f"{alt} vs {base}"] = diff
@@ -383,7 +388,10 @@ def paired(runs: Mapping[str, list[dict[str, Any]]], pairs: Sequence[tuple[str, 
 
 
 def verdict(diff: Mapping[str, Any]) -> str:
-    """One line: the gain with its interval, or "no significant difference" when the interval covers 0."""
+    """One line: the gain with its interval, or "no significant difference" when the interval covers 0
+    (or why no interval was computed)."""
+    if "refused" in diff:
+        return f"not compared: {diff['refused']}"
     low, high = diff["ci95"]
     text = (f"{diff['mean']:+.4f} NDCG@10 ({diff['relative']:+.1%}), "
             f"95 % paired interval [{low:+.4f}, {high:+.4f}]")
@@ -439,6 +447,7 @@ def plot(runs: Mapping[str, list[dict[str, Any]]], comparisons: Mapping[str, Any
     import matplotlib.pyplot as plt
 
     rows = list(runs)
+    comparisons = {k: v for k, v in comparisons.items() if "refused" not in v}
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.45 * max(len(rows), len(comparisons)) + 1.8),
                                       gridspec_kw={"width_ratios": [1, 1.2]})
     for y, row in enumerate(rows):

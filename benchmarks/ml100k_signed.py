@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from benchmarks.common import RESULTS, claim, fit_and_test, write_results
+from benchmarks.devices import refusal
 from recframe.checkpoint_io import atomic_write
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -126,6 +127,10 @@ def paired_addon_gains(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[
         with_addon = f"{row} + ValenceMargin"
         both = [runs[r] for r in (row, with_addon) if r in runs]
         if len(both) < 2 or not all(run.get("per_user") for group in both for run in group):
+            continue
+        refused = refusal(*both)  # never pair a GPU run with a CPU run (benchmarks/devices.py)
+        if refused is not None:
+            out[with_addon] = refused
             continue
         out[with_addon] = {}
         for metric in PAIRED_METRICS:
@@ -359,6 +364,9 @@ def paired_markdown(gains: dict[str, dict[str, dict[str, Any]]]) -> str:
              "averaged over the seeds first; 95 % bootstrap interval):", "",
              "| model | " + " | ".join(PAIRED_METRICS) + " |", "|---|" + "---|" * len(PAIRED_METRICS)]
     for row, metrics in gains.items():
+        if "refused" in metrics:
+            lines.append(f"| {row} | not compared: {metrics['refused']} |" + " |" * (len(PAIRED_METRICS) - 1))
+            continue
         cells = []
         for metric in PAIRED_METRICS:
             d = metrics[metric]
