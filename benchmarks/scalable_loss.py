@@ -63,7 +63,7 @@ def run_one(n_items: int, loss: str, args: argparse.Namespace) -> dict[str, Any]
         value = model.loss(batch)
         value.backward()
         opt.step()
-        return float(value)
+        return float(value.detach())
 
     setup_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     if device.type == "cuda":
@@ -71,17 +71,18 @@ def run_one(n_items: int, loss: str, args: argparse.Namespace) -> dict[str, Any]
     first = [step() for _ in range(args.warmup)]
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     values = [step() for _ in range(args.steps)]
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     seconds = (time.perf_counter() - start) / args.steps
+    cpu = (time.process_time() - cpu) / args.steps
     peak = (torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda"
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
     return {"items": n_items, "loss": loss, "feasible": True, "device": str(device),
             "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "threads": args.threads, "positions": int((batch["target"] > 0).sum()),
-            "s_per_step": seconds, "steps_per_s": 1.0 / seconds, "peak_gb": peak,
+            "s_per_step": seconds, "steps_per_s": 1.0 / seconds, "cpu_s_per_step": cpu, "peak_gb": peak,
             "peak_kind": "cuda max_memory_allocated" if device.type == "cuda" else "peak RSS",
             "rss_after_setup_gb": setup_gb, "loss_values": first + values}
 
@@ -125,15 +126,19 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
              f"{args.hidden}, {args.threads} thread(s))", "",
              f"chunk_size {args.chunk_size}; sampled softmax: in-batch + {args.n_negatives} uniform "
              f"negatives, logQ-corrected; {args.warmup} warm-up + {args.steps} timed steps per row.", "",
-             "| items | loss | s / step | steps / s | peak memory (GiB) | device |",
-             "|---|---|---|---|---|---|"]
+             "Wall and CPU seconds per step: with one thread, CPU seconds are what an idle machine's wall "
+             "time would be (the wall time also counts waiting for a busy machine's cores).", "",
+             "| items | loss | wall s / step | CPU s / step | steps / s (wall) | peak memory (GiB) "
+             "| device |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         if not r["feasible"]:
             lines.append(f"| {r['items']:,} | {LABEL[r['loss']]} | not run: the logits alone are "
-                         f"{r['logits_gb']:.1f} GiB | – | – | – |")
+                         f"{r['logits_gb']:.1f} GiB | – | – | – | – |")
             continue
         lines.append(f"| {r['items']:,} | {LABEL[r['loss']]} | {r['s_per_step']:.2f} | "
-                     f"{r['steps_per_s']:.3f} | {r['peak_gb']:.2f} ({r['peak_kind']}) | {r['device_name']} |")
+                     f"{r['cpu_s_per_step']:.2f} | {r['steps_per_s']:.3f} | {r['peak_gb']:.2f} "
+                     f"({r['peak_kind']}) | {r['device_name']} |")
     return "\n".join(lines) + "\n"
 
 
