@@ -256,3 +256,15 @@ def test_one_process_per_storage(in_tmp: Path) -> None:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(TuneError, match="another recframe tune is running"):
             tune(_settings(in_tmp, _space(in_tmp, LR_SPACE), 1), echo=lambda _: None)
+
+
+@pytest.mark.parametrize("space", sorted((ROOT / "configs" / "spaces").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_spaces_fit_the_config_they_name(space: Path) -> None:
+    """Each shipped space parses, has a grid, and every value fits the config its ``# Run:`` line names."""
+    from recframe.tuning.objective import check_overrides
+
+    parsed = load_space(space)
+    assert parsed.grid_size() >= 2
+    run = next(line for line in space.read_text().splitlines() if line.startswith("# Run: recframe tune"))
+    config = ROOT / run.split("--config ")[1].split()[0]
+    check_overrides(config, parsed.candidates(), str(space))

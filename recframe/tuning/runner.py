@@ -98,6 +98,7 @@ def tune(settings: TuneSettings, echo: Callable[[str], None] = print) -> dict[st
         study = open_study(storage, identity, settings.direction)
         for number in recover_interrupted(study):
             echo(f"trial {number} was interrupted; it is rerun with the same parameters")
+            _write_interrupted(storage, study.trials[number])
         study.set_user_attr("budgets", [*study.user_attrs.get("budgets", []), settings.trials])
         if grid_size is not None and grid_size < settings.trials:
             echo(f"the grid has {grid_size} points: the study ends after {grid_size} trials")
@@ -112,6 +113,14 @@ def tune(settings: TuneSettings, echo: Callable[[str], None] = print) -> dict[st
     else:
         echo(f"{summary['n_finished']} finished trials, none complete; no best.yaml was written")
     return summary
+
+
+def _write_interrupted(storage: Path, trial: optuna.trial.FrozenTrial) -> None:
+    """Record an interrupted trial in its ``result.json`` (a killed process could not)."""
+    write_json(trial_dir(storage, trial.number) / "result.json",
+               {"number": trial.number, "state": "interrupted", "params": dict(trial.params), "value": None,
+                "error": trial.user_attrs.get("error", "the process stopped during the trial"),
+                "rerun": "queued with the same parameters; study.json names it (rerun_as)"})
 
 
 def _make_sampler(kind: str, space: SearchSpace, seed: int, n_trials: int) -> optuna.samplers.BaseSampler:
