@@ -19,7 +19,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``recframe tune``."""
     from recframe.tuning.runner import DIRECTIONS, SAMPLERS
 
-    parser = argparse.ArgumentParser(prog="recframe tune", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="recframe tune",
+        description="Hyperparameter search on validation (Optuna): each trial trains --config with the "
+                    "trial's values as `recframe fit` does; rerun the same command to resume.")
     parser.add_argument("--config", required=True, type=Path,
                         help="run config, as for `recframe fit --config`")
     parser.add_argument("--space", required=True, type=Path,

@@ -80,6 +80,9 @@ def _fit_and_validate(cli: Any, trial_dir: Path, metric: str) -> dict[str, Any]:
     try:
         write_text(trial_dir / "config.yaml", getattr(cli, "_config_text", ""))
         trainer, model, dm = cli.trainer, cli.model, cli.datamodule
+        if trainer.world_size > 1:
+            raise TuneError(f"the config trains on {trainer.world_size} processes, but recframe tune trains "
+                            "in one process (no DDP launch): set trainer.devices 1 and trainer.num_nodes 1")
         began = time.perf_counter()
         try:
             trainer.fit(model, dm)
