@@ -27,6 +27,26 @@ gets the training split; every training step adds ``sum_a w_a * aux_a`` over the
 model's loss and logs each ``aux_a`` as ``train/aux_<name>``. Derived state belongs in non-persistent
 buffers (rebuilt from the same data at the next fit); parameters and persistent buffers are saved under
 ``addons.<i>.`` in the model's ``state_dict``.
+
+Auxiliary losses under DDP (both kinds of add-on). Each of the ``R`` processes computes the add-ons' terms on
+its own batch and adds ``sum_a w_a * aux_a`` to its loss (generative models inside ``loss``, embedding models
+in the training step) *before* the training step (:meth:`~recframe.models.base.RecModel.training_step`)
+rescales the whole loss to the global-batch mean: rank ``r``'s loss is multiplied by ``n_r * R / N``, where
+``n_r = model.loss_terms(batch_r)`` counts the *main* loss's terms (rows; non-padding targets for sequence
+models) and ``N = sum_r n_r``. DDP then averages gradients over ranks, so one step's gradient is::
+
+    sum_r (n_r / N) * grad(main_r + sum_a w_a * aux_a_r)
+
+Each rank's auxiliary value is weighted by its rank's share of the main loss's terms, like its main loss. With
+equal shares that is the plain mean over ranks. An auxiliary term that is a mean over the main loss's own
+units (one per row, or per target) therefore equals what one process computes on the union of the ranks'
+batches; one that averages over units of its own (R-GRec's anchors, ValenceMargin's triples) gets the
+share-weighted mean of the per-rank means, not the mean over the union of those units (the two agree when
+every rank holds as many units per main-loss term). Terms that sample do so on their own rank's batch. The
+logged ``train/aux_<name>`` (per epoch) is the mean over every rank's steps, each weighted by its batch rows
+(``sync_dist``); it monitors the term, while the gradient above is what training follows.
+``tests/models/test_addon_ddp.py`` checks this weighting against the per-rank formula and, for a per-row term,
+against one process on the union batch.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ An add-on is a :class:`GenerativeAddon`: a module of optional hooks, in the spir
 * **attention biases** (:meth:`GenerativeAddon.attention_bias`): an additive per-head bias on the
   self-attention logits between two token sets (positional or structural relations);
 * **auxiliary losses** (:meth:`GenerativeAddon.auxiliary_losses`): named terms with weights, added to the
-  model's training loss and logged as ``train/aux_<name>``;
+  model's training loss and logged as ``train/aux_<name>``; under DDP each rank's terms are weighted by its
+  share of the main loss's targets (:mod:`recframe.models.addons`, "Auxiliary losses under DDP");
 * **logit adjustments** (:meth:`GenerativeAddon.adjust_logits`): a change of each level's next-code logits,
   applied in training (teacher forcing), exact scoring and beam search alike, so the three stay one function;
 * **training data** (:meth:`GenerativeAddon.bind_data`): the training split's ``Interactions``, given every
