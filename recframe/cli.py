@@ -113,6 +113,11 @@ class RecCLI(LightningCLI):
                                        linked={key: f"data.{key}" for key in LINKED_FROM_DATA})
             if error is not None:
                 raise error
+        from recframe.constructor_errors import callback_config_error
+
+        error = callback_config_error((cfg.get("trainer") or {}).get("callbacks") or ())
+        if error is not None:  # bad callback settings, before the data loads
+            raise error
 
     def after_fit(self) -> None:
         """Say where the checkpoints of this fit were written (one line each)."""

@@ -23,35 +23,47 @@ class SettingError(ValueError):
         key: the constructor argument (e.g. ``"n_heads"``).
         value: the value given.
         requirement: what the value must be, and the fix (e.g. ``"must be a whole number >= 1"``).
+        section: where the setting sits in a ``recframe`` config, put before ``key`` in the message
+            (``"model.init_args."``, ``"data."``; empty: not said).
     """
 
-    def __init__(self, owner: str, key: str, value: Any, requirement: str) -> None:
+    def __init__(self, owner: str, key: str, value: Any, requirement: str, section: str = "") -> None:
         self.owner, self.key, self.value, self.requirement = owner, key, value, requirement
-        super().__init__(f"{owner}: {key}={value!r} {requirement}")
+        self.section = section
+        super().__init__(f"{owner}: {section}{key}={value!r} {requirement}")
+
+    def in_section(self, section: str) -> SettingError:
+        """The same error, saying that the setting sits under ``section`` of a config."""
+        return SettingError(self.owner, self.key, self.value, self.requirement, section)
 
     def describe(self, full_key: str) -> str:
         """The message with the config key in front: ``model.init_args.lr=-1.0 must be ... (SASRec)``."""
         return f"{full_key}={self.value!r} {self.requirement} ({self.owner})"
 
 
-def check_whole(owner: str, key: str, value: Any, minimum: int = 1, meaning: str = "") -> int:
+def check_whole(owner: str, key: str, value: Any, minimum: int = 1, meaning: str = "",
+                section: str = "") -> int:
     """``value`` as an int if it is a whole number ``>= minimum`` (not a bool), else :class:`SettingError`."""
     if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
-        raise SettingError(owner, key, value, f"must be a whole number >= {minimum}{_meaning(meaning)}")
+        requirement = f"must be a whole number >= {minimum}{_meaning(meaning)}"
+        raise SettingError(owner, key, value, requirement, section)
     return int(value)
 
 
 def check_real(owner: str, key: str, value: Any, low: float = 0.0, high: float = math.inf,
-               low_open: bool = False, high_open: bool = False, meaning: str = "") -> float:
+               low_open: bool = False, high_open: bool = False, meaning: str = "",
+               section: str = "") -> float:
     """``value`` as a float if it is a finite number from ``low`` to ``high``, else :class:`SettingError`.
 
-    ``low_open``/``high_open`` exclude the end points (``low=0, low_open=True``: strictly positive).
+    ``low_open``/``high_open`` exclude the end points (``low=0, low_open=True``: strictly positive);
+    ``section`` is the config section named in the message (see :class:`SettingError`).
     """
     ok = (isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
           and (value > low if low_open else value >= low) and (value < high if high_open else value <= high))
     if not ok:
         interval = _interval(low, high, low_open, high_open)
-        raise SettingError(owner, key, value, f"must be a finite number {interval}{_meaning(meaning)}")
+        requirement = f"must be a finite number {interval}{_meaning(meaning)}"
+        raise SettingError(owner, key, value, requirement, section)
     return float(value)
 
 

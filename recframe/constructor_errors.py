@@ -47,7 +47,8 @@ def constructor_config_error(exc: BaseException, callbacks: Sequence[Any] = ()) 
         return ArgumentError(None, cause.describe(prefix + cause.key))
     message = " ".join(str(cause).split()) or type(cause).__name__
     named = [name for name in args if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", message)]
-    where = ", ".join(prefix + name for name in named) if named else prefix.rstrip(".")
+    section = prefix.rstrip(".").removesuffix(".init_args")
+    where = ", ".join(prefix + name for name in named) if named else section
     return ArgumentError(None, f"{where}: {message} ({type(owner).__name__})")
 
 
@@ -127,3 +128,40 @@ def model_config_error(class_path: str, init_args: Any, linked: Mapping[str, str
     except SettingError as exc:
         return ArgumentError(None, exc.describe((linked or {}).get(exc.key, f"model.init_args.{exc.key}")))
     return None
+
+
+def callback_config_error(entries: Sequence[Any]) -> ArgumentError | None:
+    """The config error of the first ``trainer.callbacks`` entry whose constructor refuses its settings.
+
+    Builds each entry whose ``init_args`` are plain values (a callback constructor only stores and
+    checks its settings) and drops it again, so ``recframe fit`` refuses a bad callback setting before
+    the data loads; Lightning builds the callbacks only after the data module and the model.
+    Entries with nested objects, or whose class cannot be imported, are left to the normal build.
+    """
+    import importlib
+
+    for entry in entries or ():
+        class_path, init_args = _field(entry, "class_path"), _field(entry, "init_args")
+        settings = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args or {})
+        if not class_path or any(_has_class_path(v) for v in settings.values()):
+            continue
+        module, _, name = str(class_path).rpartition(".")
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError):
+            continue
+        try:
+            cls(**settings)
+        except CONSTRUCTOR_ERRORS as exc:
+            error = constructor_config_error(exc, entries)
+            if error is not None:
+                return error
+    return None
+
+
+def _has_class_path(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "class_path" in value or any(_has_class_path(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_class_path(v) for v in value)
+    return False

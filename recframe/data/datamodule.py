@@ -303,12 +303,12 @@ class RecDataModule(L.LightningDataModule):
     ) -> None:
         # plain settings first, so a bad value is refused before anything loads
         owner = type(self).__name__
-        check_whole(owner, "max_len", max_len, 1, "the history length fed to sequential models")
-        check_whole(owner, "batch_size", batch_size, 1, "training rows per batch")
-        check_whole(owner, "eval_batch_size", eval_batch_size, 1, "users per evaluation chunk")
-        check_whole(owner, "num_workers", num_workers, 0, "DataLoader worker processes; 0 loads in-process")
-        check_whole(owner, "user_k", user_k, 0, "the k-core threshold on users; 0 is off")
-        check_whole(owner, "item_k", item_k, 0, "the k-core threshold on items; 0 is off")
+        check_whole(owner, "max_len", max_len, 1, "the history length fed to sequential models", "data.")
+        check_whole(owner, "batch_size", batch_size, 1, "training rows per batch", "data.")
+        check_whole(owner, "eval_batch_size", eval_batch_size, 1, "users per evaluation chunk", "data.")
+        check_whole(owner, "num_workers", num_workers, 0, "DataLoader processes; 0 loads in-process", "data.")
+        check_whole(owner, "user_k", user_k, 0, "the k-core threshold on users; 0 is off", "data.")
+        check_whole(owner, "item_k", item_k, 0, "the k-core threshold on items; 0 is off", "data.")
         super().__init__()
         # families are objects: the checkpoint keeps the resolved config instead (weights_only loading)
         self.save_hyperparameters(ignore=["metric_families"])

@@ -59,8 +59,15 @@ def check_model_settings(owner: str, settings: Mapping[str, Any]) -> None:
     must divide ``n_heads``.
 
     Raises:
-        SettingError: naming ``owner`` and the argument.
+        SettingError: naming ``owner`` and the argument (as ``model.init_args.KEY``, where a config sets it).
     """
+    try:
+        _check(owner, settings)
+    except SettingError as exc:
+        raise exc.in_section("model.init_args.") from None
+
+
+def _check(owner: str, settings: Mapping[str, Any]) -> None:
     given = {key: value for key, value in settings.items() if value is not None}
     for key, value in given.items():
         if key in WHOLE_POSITIVE:
