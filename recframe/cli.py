@@ -382,8 +382,20 @@ def _recommend_command(argv: list[str]) -> int:
             raise
         print(f"recframe recommend: error: {_one_line(str(exc))}", file=sys.stderr)
         return 2
+    note = k_clip_note(ns.k, len(rec.item_ids) - 1, exclude_seen=not ns.include_seen)
+    if note:
+        print(f"recframe recommend: note: {note}", file=sys.stderr)
     print(format_recommendations(out, ns.format))
     return 0
+
+
+def k_clip_note(k: int, n_items: int, exclude_seen: bool) -> str | None:
+    """The note for a ``-k`` above the catalogue size (``Recommender.recommend`` clips it), else ``None``."""
+    if k <= n_items:
+        return None
+    fewer = "; fewer where the user's seen items are excluded" if exclude_seen else ""
+    return (f"-k {k} is more than the catalogue's {n_items} items; showing every eligible item "
+            f"(at most {n_items} per row{fewer}).")
 
 
 def _one_line(message: str) -> str:

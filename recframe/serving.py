@@ -320,7 +320,8 @@ class Recommender:
                 check_finite_rows(query, model_name=model_name, users=names, first_column=0,
                                   what="query embeddings")
                 with self._lock if self.index.on_gpu else _NO_LOCK:
-                    res = self.index.search(query.numpy(), k, exclude=exclude)
+                    # rows are trimmed to their counts in _answer: a short row is not worth a warning
+                    res = self.index.search(query.numpy(), k, exclude=exclude, warn_short=False)
                 return res.items, res.scores, res.counts
             else:
                 top = masked_top_k(self.model.score(batch).float().cpu(), k, exclude=exclude,

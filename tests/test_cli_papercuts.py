@@ -132,3 +132,47 @@ def test_dropped_duplicate_rows_are_reported_at_the_default_log_level(caplog) ->
     dropped = [r for r in caplog.records if "dropped 1 exact duplicate" in r.getMessage()]
     assert len(dropped) == 1 and dropped[0].levelno >= logging.WARNING  # Python's default level shows it
     assert "data.duplicates: keep" in dropped[0].getMessage()
+
+
+# ----------------------------------------------------------------------------- recommend -k
+@pytest.fixture(scope="module")
+def bprmf_ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An embedding model, served through the FAISS index (where short rows used to be warned about)."""
+    from recframe.cli import run_cli
+
+    tmp = tmp_path_factory.mktemp("papercut_rec")
+    cli = run_cli(["--config", str(SMOKE / "bprmf.yaml"), "--trainer.max_epochs", "1", *QUIET,
+                   "--trainer.logger.init_args.save_dir", str(tmp / "runs")], run=False)
+    cli.trainer.fit(cli.model, cli.datamodule)
+    return next((tmp / "runs").glob("*/version_*/checkpoints/last.ckpt"))
+
+
+def test_a_huge_k_gives_one_clear_note_and_no_minus_inf_padding(bprmf_ckpt: Path, capsys, caplog) -> None:
+    import json
+
+    from recframe import Recommender
+
+    rec = Recommender.from_checkpoint(bprmf_ckpt)
+    n_items, users = len(rec.item_ids) - 1, rec.user_ids[1:3]
+    assert rec.index is not None
+    with caplog.at_level(logging.WARNING):
+        assert main(["recommend", "--ckpt", str(bprmf_ckpt), "--user", users[0], "--user", users[1],
+                     "-k", "100000", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "score -inf" not in caplog.text and "item 0" not in caplog.text
+    note = captured.err.strip()
+    assert note.splitlines() == [note] and "score -inf" not in note
+    assert note.startswith("recframe recommend: note: -k 100000 is more than the catalogue's "
+                           f"{n_items} items")
+    rows = json.loads(captured.out)
+    seen = [len(set(rec.seen_items[rec.seen_indptr[u]:rec.seen_indptr[u + 1]].tolist())) for u in (1, 2)]
+    assert [len(r["items"]) for r in rows] == [n_items - s for s in seen]  # every eligible item, no padding
+    assert all(item["score"] > float("-inf") for r in rows for item in r["items"])
+
+
+def test_a_k_within_the_catalogue_gives_no_note(bprmf_ckpt: Path, capsys) -> None:
+    from recframe import Recommender
+
+    user = Recommender.from_checkpoint(bprmf_ckpt).user_ids[1]
+    assert main(["recommend", "--ckpt", str(bprmf_ckpt), "--user", user, "-k", "5"]) == 0
+    assert capsys.readouterr().err == ""

@@ -192,7 +192,8 @@ class ItemIndex:
         return self
 
     # --------------------------------------------------------------- search
-    def search(self, queries: Any, k: int, *, exclude: Exclusions = None) -> SearchResult:
+    def search(self, queries: Any, k: int, *, exclude: Exclusions = None,
+               warn_short: bool = True) -> SearchResult:
         """Top-``k`` items per query row, best first, never an excluded item, 0 or -1.
 
         Args:
@@ -201,10 +202,12 @@ class ItemIndex:
             exclude: per-row item ids never to return (seen items): ``None``, a CSR tuple
                 ``(indptr, indices)``, a ``scipy.sparse`` matrix with ``B`` rows, or a list of ``B``
                 id arrays.
+            warn_short: log one warning per call when some row has fewer than ``k`` eligible items;
+                ``False`` for callers that trim each row to ``counts`` themselves (the Recommender).
 
         Returns:
             :class:`SearchResult`; ``counts[i] < k`` (rest item 0 / ``-inf``) where row ``i`` had
-            fewer than ``k`` eligible items found, with one warning logged per call.
+            fewer than ``k`` eligible items found, with one warning logged per call (``warn_short``).
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k={k!r}; it must be a positive integer (items per query).")
@@ -217,7 +220,7 @@ class ItemIndex:
         excl = as_exclusion_set(exclude, q.shape[0], self.n_items)
         result = self._search_excluding(q, int(k), excl)
         short = result.counts < k
-        if short.any():
+        if warn_short and short.any():
             logger.warning("ItemIndex.search: %d of %d query rows have fewer than k=%d eligible "
                            "items (fewest: %d); their missing entries are item 0 with score -inf "
                            "(see SearchResult.counts).",
