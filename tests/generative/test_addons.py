@@ -313,7 +313,7 @@ def test_beam_validation_equals_exact_with_a_full_beam_and_floors_the_rest(cls) 
     assert kept.sum(1).tolist() == [5, 5]
     assert torch.isfinite(top5[:, 1:]).all() and torch.isinf(top5[:, 0]).all()
     torch.testing.assert_close(top5[:, 1:][kept], exact[:, 1:][kept], rtol=1e-4, atol=1e-4)  # exact log-probs
-    with pytest.raises(ValueError, match="validation_beam must be >= 1"):
+    with pytest.raises(ValueError, match="validation_beam=0 must be a whole number >= 1"):
         cls(n_items=40, validation_beam=0)
 
 
