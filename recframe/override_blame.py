@@ -20,6 +20,8 @@ _NOT_OVERRIDES = frozenset({"--config", "-c", "--print_config", "--help", "-h"})
 _PARSER_KEY = re.compile(r'Parser key "([^"]+)"')
 _NESTED_KEY = re.compile(r"NestedArg\(key='([^']+)'")
 _GIVEN_VALUE = re.compile(r"Given value: (.*)$", re.M)
+#: ``model.init_args.lr=-1.0 must be ...``: a constructor setting error naming its full key
+_KEY_EQUALS = re.compile(r"(?<![\w.-])([A-Za-z_][\w.]*)=")
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,9 @@ def blame_override(message: str, args: Sequence[str]) -> Override | None:
     """The override of ``args`` that the parser error ``message`` is about, or ``None``.
 
     Matched, in order: an override quoted in the message (``unrecognized arguments: --data.nope``);
-    an override of exactly the key the message names, nested keys included (``Parser key "model"`` ...
+    an override of a setting the message names as ``KEY=VALUE`` (a constructor's refusal,
+    ``model.init_args.lr=-1.0 must be ...``); an override of exactly the key the parser message names,
+    nested keys included (``Parser key "model"`` ...
     ``Parser key "hidden"`` is ``model.hidden``); an override under the named key whose value is the
     value the message reports. A message about a key no override set returns ``None`` (the config file
     is to blame).
@@ -72,6 +76,10 @@ def blame_override(message: str, args: Sequence[str]) -> Override | None:
     for o in overrides:
         if re.search(rf"(?<![\w.-]){re.escape(o.flag)}(?![\w.])", message):
             return o
+    named = {_normalise(k) for k in _KEY_EQUALS.findall(message)}
+    setting = [o for o in overrides if o.key in named]
+    if setting:
+        return setting[-1]
     keys = _PARSER_KEY.findall(message)
     nested = keys[1:] + _NESTED_KEY.findall(message)
     if not keys:

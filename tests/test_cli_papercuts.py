@@ -87,6 +87,12 @@ def test_unknown_override_key_names_the_override(in_tmp: Path, capsys) -> None:
     assert "config error in the override --data.nope 3:" in line
 
 
+def test_an_override_refused_by_a_constructor_names_the_override(in_tmp: Path, capsys) -> None:
+    line = _config_error(["--config", str(SMOKE / "bprmf.yaml"), "--data.batch_size", "0"], capsys)
+    assert "config error in the override --data.batch_size 0: data.batch_size=0" in line
+    assert "bprmf.yaml" not in line
+
+
 def test_bad_value_in_the_file_still_names_the_file(in_tmp: Path, capsys) -> None:
     bad = in_tmp / "bad.yaml"
     bad.write_text("model:\n  class_path: recframe.models.Popularity\n"
@@ -106,6 +112,9 @@ def test_blame_override_matching_rules() -> None:
     # the file set a bad data key: no override set it
     assert blame_override('Parser key "data.max_len":\n  Expected int\n  Given value: twenty', args) is None
     assert blame_override("some other failure", args) is None
+    setting = "model.init_args.hidden=abc must be a whole number >= 1 (SASRec)"
+    assert str(blame_override(setting, args)) == "--model.init_args.hidden abc"
+    assert blame_override("data.batch_size=0 must be a whole number >= 1", args) is None
     assert blame_override('Parser key "trainer.max_epochs": bad', []) is None
 
 
