@@ -13,7 +13,13 @@ Subcommands (``recframe`` alone prints this list):
   cache a catalogued dataset; list the catalogue.
 * ``recframe recommend --ckpt CKPT --user ID [-k 10] [--format table|json|csv]
   [--decode exact|beam --beam 20]`` — top-k items from a checkpoint, in raw ids
-  (:class:`recframe.serving.Recommender`).
+  (:class:`recframe.serving.Recommender`); a ``-k`` above the catalogue is clipped with one note.
+* ``recframe continual|conversational|unlearn|tune ...`` — commands of their own packages
+  (:data:`EXTRA_COMMANDS`), loaded only when used.
+
+A misspelled subcommand gets ``unknown command X; did you mean Y`` before anything loads; a config error
+caused by a command-line override names the override (``--trainer.max_epochs abc``), not the config file.
+``fit`` ends by printing where it wrote the best checkpoint and ``last.ckpt``.
 
 Settings written once: ``n_items`` and ``n_users`` come from the data, and
 ``max_len`` is linked from ``data.max_len`` to the model (LightningCLI argument
