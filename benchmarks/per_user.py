@@ -93,7 +93,11 @@ def bootstrap_difference(diff: Any, seed: int = 0) -> dict[str, Any]:
 
     diff = np.asarray(diff, dtype=float)
     rng = np.random.default_rng(seed)
-    means = diff[rng.integers(0, len(diff), (BOOTSTRAP_SAMPLES, len(diff)))].mean(axis=1)
+    # drawn in blocks of rows (the same stream as one [samples, users] draw) so that 35k users stay small
+    block = max(1, min(BOOTSTRAP_SAMPLES, 2_000_000 // max(len(diff), 1)))
+    means = np.concatenate([
+        diff[rng.integers(0, len(diff), (min(block, BOOTSTRAP_SAMPLES - done), len(diff)))].mean(axis=1)
+        for done in range(0, BOOTSTRAP_SAMPLES, block)])
     low, high = np.quantile(means, [0.025, 0.975])
     return {"mean": float(diff.mean()), "ci95": [float(low), float(high)], "users": len(diff),
             "significant": bool(low > 0 or high < 0)}
