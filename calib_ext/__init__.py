@@ -1,1 +1,1 @@
-"""Calibration and uncertainty methods for recframe (see DESIGN.md). Methods arrive with their issues."""
+"""Calibration and uncertainty methods for recframe (see docs/architecture.md)."""

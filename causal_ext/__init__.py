@@ -1,1 +1,1 @@
-"""Causal methods for recframe (see DESIGN.md). Methods arrive with their issues."""
+"""Causal methods for recframe (see docs/architecture.md)."""

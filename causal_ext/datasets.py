@@ -9,7 +9,7 @@ installed or imported), checks each file's sha256 and writes it atomically
 under ``ROOT/NAME/``; :func:`load_causal` reads a prepared data set into a
 :class:`CausalDataset` (a DataFrame plus the directed edges of the reference
 graph). Nothing is downloaded at import time, and loading never downloads:
-preparing is the explicit step (invariant 5 of DESIGN.md).
+preparing is the explicit step (invariant 5 of docs/architecture.md).
 
 The root is the one of :func:`recframe.data.catalog.default_root`
 (``$RECFRAME_DATA``, else ``./datasets``). A new data set is one more

@@ -5,7 +5,7 @@ The pgmpy wheel ships the bnlearn repository's networks as gzipped BIF files und
 --no-deps`` (:func:`recframe.data.catalog.fetch_pip_wheel`: pgmpy is neither installed nor imported),
 checks each file's sha256 and writes it atomically to ``ROOT/bnlearn/NAME.bif.gz``;
 :func:`load_bnlearn` parses a prepared file with :func:`causal_ext.unico.bif.read_bif` and never
-downloads (invariant 5 of DESIGN.md). ``ROOT`` is :func:`recframe.data.catalog.default_root`
+downloads (invariant 5 of docs/architecture.md). ``ROOT`` is :func:`recframe.data.catalog.default_root`
 (``$RECFRAME_DATA``, else ``./datasets``).
 """
 
