@@ -34,3 +34,85 @@ def test_config_validates_against_the_schema(config: str, capsys) -> None:
         main(["fit", "--config", str(AMAZON / config), "--print_config"])
     assert exc.value.code in (0, None)
     assert "class_path: recframe.models." in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- the generative rows (issue 34 item 3)
+GENERATIVE = ("tiger", "tiger_collab", "tiger_collab_trierec", "tiger_collab_rgrec", "decoder_collab",
+              "flash")
+DATASETS = ("beauty", "sports", "toys")
+
+
+def _init(config: str) -> dict:
+    return yaml.safe_load((AMAZON / config).read_text())["model"]["init_args"]
+
+
+def test_every_generative_row_of_the_benchmark_has_a_config_per_dataset() -> None:
+    from benchmarks.amazon import ROWS
+
+    stems = {row.stem for row in ROWS.values() if row.generative}
+    assert stems == set(GENERATIVE)
+    for stem in GENERATIVE:
+        for dataset in DATASETS:
+            assert f"{stem}_{dataset}.yaml" in CONFIGS
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+@pytest.mark.parametrize("stem", GENERATIVE)
+def test_generative_config_ids_addons_and_validation(stem: str, dataset: str) -> None:
+    config = f"{stem}_{dataset}.yaml"
+    text = (AMAZON / config).read_text()
+    init = _init(config)
+    assert "fixed before any run" in text and "one point" in text  # the recipe is written down, not searched
+    if "collab" in stem:  # collaborative IDs: SASRec's item table on the same dataset's split
+        assert init["features"] == "collaborative"
+        assert init["collaborative"] == f"configs/amazon/sasrec_{dataset}.yaml"
+        assert (AMAZON.parents[1] / init["collaborative"]).is_file()
+    else:  # attribute IDs: the multi-hot metadata features (no item text exists on these data)
+        assert init["features"] == "none"
+    addons = [a["class_path"].rsplit(".", 1)[1] for a in init.get("addons") or []]
+    assert addons == {"tiger_collab_trierec": ["TrieRec"], "tiger_collab_rgrec": ["RGRec"]}.get(stem, [])
+    if stem == "flash":
+        assert init["tokenizer"]["class_path"].endswith("SimHashTokenizer")
+    else:  # every validation user ranked by beam search; the test is exact
+        assert init["tokenizer"]["class_path"].endswith("RQKMeansTokenizer")
+        assert init["validation_decode"] == "beam" and init["validation_beam"] == 50
+
+
+@pytest.mark.parametrize("dataset", DATASETS)
+def test_add_on_rows_share_the_backbone_where_the_comment_says_so(dataset: str) -> None:
+    base, rgrec = _init(f"tiger_collab_{dataset}.yaml"), _init(f"tiger_collab_rgrec_{dataset}.yaml")
+    # R-GRec on/off differs by the add-on only
+    assert {k: v for k, v in rgrec.items() if k != "addons"} == base
+    sasrec = yaml.safe_load((AMAZON / f"sasrec_{dataset}.yaml").read_text())
+    flash = _init(f"flash_{dataset}.yaml")
+    # FLASH takes SASRec's transformer recipe on the same data
+    for key in ("dropout", "attn_dropout", "lr", "n_layers", "n_heads", "inner"):
+        assert flash[key] == sasrec["model"]["init_args"][key]
+    assert flash["dim"] == sasrec["model"]["init_args"]["hidden"]
+
+
+def test_attribute_features_are_the_multi_hot_of_the_s3rec_attributes(tmp_path: Path) -> None:
+    """`features: none` on S3-Rec data gives the tokenizer each item's attribute set (unit-norm multi-hot)."""
+    import numpy as np
+
+    from recframe.data.datamodule import load_source
+    from recframe.data.s3rec_format import convert_s3rec
+    from recframe.features import item_content_features
+
+    sequences = b"1 10 11 12\n2 11 12 13\n3 10 13 12\n"
+    attributes = b'{"10": [1, 2], "11": [2], "12": [1, 2, 3], "13": [3, 3]}'
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    files = convert_s3rec(sequences, attributes, name="tiny", labels=("Tiny.txt", "a.json"))
+    for name, blob in files.items():
+        (folder / name).write_bytes(blob)
+    inter = load_source(str(folder), str(tmp_path), None, None)
+    features = item_content_features(inter.item_features, encoder="none")
+    dense = {str(raw): i for i, raw in enumerate(inter.item_ids) if i > 0}
+    want = {"10": {1, 2}, "11": {2}, "12": {1, 2, 3}, "13": {3}}
+    assert features.shape == (inter.n_items + 1, 3) and not features[0].any()
+    for raw, attrs in want.items():
+        row = features[dense[raw]]
+        hot = {j + 1 for j in np.flatnonzero(row)}  # columns are the attributes a1, a2, a3 in name order
+        assert hot == attrs
+        np.testing.assert_allclose(row[row > 0], 1 / np.sqrt(len(attrs)), rtol=1e-6)
