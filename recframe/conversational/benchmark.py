@@ -9,6 +9,12 @@ is its mean over all dialogues of all seeds (per-dialogue means first, see
 each metric, the best baseline against each other one, a paired t-test (``scipy.stats.ttest_rel``) and a
 95 % paired bootstrap interval of the difference; an interval covering 0 is reported as "no significant
 difference". No baseline setting is tuned: all are the documented defaults.
+
+Rejection phrasings. Generated benchmarks are run once per ``rejection_phrasings`` setting (default: both):
+``seen``, the generator's rejection templates that the rejection-aware re-ranker's complaint cues were
+written against, and ``held_out`` (:mod:`recframe.conversational.phrasings`), worded apart from them. A
+seed gives the same POIs, reviews, dialogues and targets under both, so each system's per-dialogue change
+from ``seen`` to ``held_out`` is a paired difference too (:mod:`recframe.conversational.compare`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from recframe.conversational.baselines import build_system
+from recframe.conversational.baselines.rejection import RejectionAwareSystem
+from recframe.conversational.compare import compare_phrasings, render_comparison
 from recframe.conversational.evaluate import (
     all_metric_names,
     evaluation_points,
@@ -33,6 +41,7 @@ from recframe.conversational.evaluate import (
 from recframe.conversational.generator import GeneratorConfig, GroundTruth, generate
 from recframe.conversational.loader import load_release
 from recframe.conversational.metrics import DEFAULT_CAP, DEFAULT_KS, LOWER_IS_BETTER, metric_names
+from recframe.conversational.phrasings import PHRASINGS
 from recframe.conversational.schema import Release
 from recframe.conversational.stats import paired_bootstrap, paired_ttest, spearman
 from recframe.conversational.view import Catalog
@@ -65,6 +74,7 @@ class BenchmarkConfig:
     encoder: str = "all-MiniLM-L6-v2"
     cache_dir: str | None = None
     bootstrap_samples: int = 5000
+    rejection_phrasings: tuple[str, ...] = PHRASINGS
     progress: bool = True
 
 
@@ -79,20 +89,82 @@ def _settings(spec: dict[str, Any], cfg: BenchmarkConfig) -> dict[str, Any]:
     return settings
 
 
-def _benchmarks(cfg: BenchmarkConfig) -> list[tuple[str, Release, GroundTruth | None]]:
+def _benchmarks(cfg: BenchmarkConfig, phrasing: str) -> list[tuple[str, Release, GroundTruth | None]]:
     if cfg.release is not None:
         return [("release", load_release(cfg.release), None)]
     out = []
     for seed in cfg.seeds:
-        release, truth = generate(cfg.generator, seed=seed)
+        release, truth = generate(cfg.generator, seed=seed, rejection_phrasings=phrasing)
         out.append((f"seed {seed}", release, truth))
     return out
 
 
+def _settings_to_run(cfg: BenchmarkConfig) -> list[str]:
+    """``["release"]`` for a loaded release (its own wording), else the configured phrasings."""
+    return ["release"] if cfg.release is not None else list(cfg.rejection_phrasings)
+
+
 def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
-    """Run every baseline on every benchmark of ``cfg``; returns the JSON-ready payload
-    (rendered by :func:`render_markdown`)."""
+    """Run every baseline on every benchmark of ``cfg``, once per rejection phrasing; returns the
+    JSON-ready payload (rendered by :func:`render_markdown`): ``settings[phrasing]`` holds that setting's
+    tables and tests, ``phrasing_effect`` the paired held-out − seen differences."""
+    settings: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, dict[str, np.ndarray]]] = {}
+    dialogue_ids: dict[str, list[str]] = {}
+    bases: dict[str, str] = {}
+    for phrasing in _settings_to_run(cfg):
+        logger.info("rejection phrasings: %s", phrasing)
+        settings[phrasing], values[phrasing], dialogue_ids[phrasing], found = run_setting(cfg, phrasing)
+        bases.update(found)
+    payload: dict[str, Any] = {
+        "settings": settings,
+        "built_against": "seen",
+        "rejection_aware_bases": bases,
+        "families": metric_names(cfg.ks),
+        "systems": next(iter(settings.values()))["systems"],
+        "device": _cuda() or "cpu",
+        "config": {
+            "release": cfg.release,
+            "generator": {k: v for k, v in cfg.generator.__dict__.items() if k != "rejection_phrasings"},
+            "seeds": list(cfg.seeds),
+            "rejection_phrasings": _settings_to_run(cfg),
+            "baselines": list(cfg.baselines),
+            "ks": list(cfg.ks),
+            "cap": cfg.cap,
+            "encoder": cfg.encoder,
+            "bootstrap_samples": cfg.bootstrap_samples,
+        },
+    }
+    if "seen" in values and "held_out" in values:
+        if dialogue_ids["seen"] != dialogue_ids["held_out"]:
+            raise RuntimeError("the seen and held-out benchmarks hold different dialogues; cannot pair them.")
+        payload["phrasing_effect"] = compare_phrasings(
+            values["seen"], values["held_out"], cfg.ks, bases, cfg.bootstrap_samples
+        )
+    return payload
+
+
+def _cuda() -> str | None:
+    """The GPU the dense encoder runs on (sentence-transformers takes one when present), else None."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return None
+    if not torch.cuda.is_available():
+        return None
+    return f"cuda:0 {torch.cuda.get_device_name(0)}"
+
+
+def run_setting(
+    cfg: BenchmarkConfig, phrasing: str
+) -> tuple[dict[str, Any], dict[str, dict[str, np.ndarray]], list[str], dict[str, str]]:
+    """Every baseline on every benchmark of one phrasing setting: ``(section, values, dialogue ids,
+    bases)``, where ``section`` is the setting's JSON (sizes, table, tests, Grounding Score agreement,
+    seconds, systems), ``values[system][metric]`` the per-dialogue values over all seeds, and
+    ``bases`` maps each rejection-aware system to the name of the system it wraps."""
     names = all_metric_names(cfg.ks)
+    ids: list[str] = []
+    bases: dict[str, str] = {}
     pooled: dict[str, dict[str, list[np.ndarray]]] = {}
     seed_means: dict[str, dict[str, list[float]]] = {}
     seconds: dict[str, float] = {}
@@ -100,7 +172,8 @@ def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
     sys_gs: dict[str, list[float]] = {}
     sys_pc: dict[str, list[float]] = {}
     sizes = []
-    for label, release, truth in _benchmarks(cfg):
+    for label, release, truth in _benchmarks(cfg, phrasing):
+        ids += [d.dialogue_id for d in release.dialogues]
         points = evaluation_points(release)
         catalog = Catalog.from_release(release)
         sizes.append(
@@ -116,6 +189,8 @@ def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
         logger.info("%s: %s", label, sizes[-1])
         for spec in cfg.baselines:
             system = build_system(spec["name"], **_settings(spec, cfg))
+            if isinstance(system, RejectionAwareSystem):
+                bases[system.name] = system.base.name
             run = run_system(
                 system, release, points, catalog=catalog, ks=cfg.ks, cap=cfg.cap, progress=cfg.progress
             )
@@ -192,7 +267,8 @@ def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
                 agreement[s]["planted_precision"] = (
                     float(np.nanmean(sys_pc[s])) if np.isfinite(sys_pc[s]).any() else math.nan
                 )
-    return {
+    section = {
+        "rejection_phrasings": phrasing,
         "benchmarks": sizes,
         "families": metric_names(cfg.ks),
         "table": table,
@@ -200,17 +276,8 @@ def run_benchmark(cfg: BenchmarkConfig) -> dict[str, Any]:
         "grounding_agreement": agreement,
         "seconds": seconds,
         "systems": systems,
-        "config": {
-            "release": cfg.release,
-            "generator": cfg.generator.__dict__,
-            "seeds": list(cfg.seeds),
-            "baselines": list(cfg.baselines),
-            "ks": list(cfg.ks),
-            "cap": cfg.cap,
-            "encoder": cfg.encoder,
-            "bootstrap_samples": cfg.bootstrap_samples,
-        },
     }
+    return section, values, ids, bases
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -238,8 +305,40 @@ def paired_verdict(significant: bool, p: float, alpha: float = 0.05) -> str:
     return verdict
 
 
+PHRASING_TITLES = {
+    "seen": "Rejection phrasings: seen (the generator's templates the rejection-aware re-ranker was built "
+    "against)",
+    "held_out": "Rejection phrasings: held out (worded apart from the re-ranker's cues and the seen "
+    "templates)",
+    "release": "The release's own dialogues",
+}
+
+
 def render_markdown(payload: dict[str, Any]) -> str:
-    """The results tables (metrics by family; paired tests; Grounding Score agreement; timing)."""
+    """The results: the command, the seen vs held-out comparison (when both ran), then each setting's
+    tables (:func:`render_setting`). A payload without ``settings`` is one setting's section."""
+    if "settings" not in payload:
+        return render_setting(payload)
+    lines = []
+    if payload.get("command"):
+        lines += [f"Command: `{payload['command']}`" + _seed_note(payload), ""]
+    if "phrasing_effect" in payload:
+        lines += [render_comparison(payload), ""]
+    for phrasing, section in payload["settings"].items():
+        lines += [f"### {PHRASING_TITLES.get(phrasing, phrasing)}", "", render_setting(section)]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _seed_note(payload: dict[str, Any]) -> str:
+    written = payload.get("config_seeds")
+    ran = payload.get("config", {}).get("seeds")
+    if written is not None and ran is not None and list(written) != list(ran):
+        return f" (seeds {ran} given on the command line; the config file says {written})"
+    return ""
+
+
+def render_setting(payload: dict[str, Any]) -> str:
+    """One setting's tables (metrics by family; paired tests; Grounding Score agreement; timing)."""
     sizes = payload["benchmarks"]
     systems = payload["systems"]
     table = payload["table"]

@@ -4,7 +4,7 @@
 
     recframe conversational evaluate --config configs/conversational_trace.yaml [--seeds 0 1]
     recframe conversational generate --out datasets/trace-synthetic \
-        [--dialogues 1000] [--pois 2400] [--seed 0]
+        [--dialogues 1000] [--pois 2400] [--seed 0] [--rejection-phrasings seen|held_out]
     recframe conversational validate datasets/trace
 
 Config keys of ``evaluate`` (all optional; defaults in brackets)::
@@ -12,6 +12,9 @@ Config keys of ``evaluate`` (all optional; defaults in brackets)::
     benchmark:
       release: null            # folder of a TRACE-format release; null = generate one per seed
       seeds: [0]               # generator seeds (each a fresh benchmark)
+      rejection_phrasings: [seen, held_out]  # rejection wordings to run, each reported: seen (the
+                               # generator's templates the baselines were built against) and held_out
+                               # (recframe.conversational.phrasings); ignored with a release
       generator: {...}         # GeneratorConfig fields: n_dialogues [1000], n_pois [2400], n_cities [8],
                                # reviews_per_poi [14], n_candidates [20], n_hard_negatives [5],
                                # rejection_probs [[0.3, 0.5, 0.2]], p_corrupt [0.35], p_reencode [0.15],
@@ -23,7 +26,8 @@ Config keys of ``evaluate`` (all optional; defaults in brackets)::
     bootstrap: {samples: 5000}
     output: {dir: benchmarks/results, name: trace_benchmark}
 
-A wrong key or value stops before any work, naming the key.
+A wrong key or value stops before any work, naming the key. ``--seeds`` overrides ``benchmark.seeds`` with
+a warning, and the results name both (a committed result should come from the config as written).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ __all__ = ["main", "parse_config"]
 
 TOP_KEYS = {"benchmark", "baselines", "metrics", "encoder", "bootstrap", "output"}
 SECTION_KEYS = {
-    "benchmark": {"release", "seeds", "generator"},
+    "benchmark": {"release", "seeds", "generator", "rejection_phrasings"},
     "metrics": {"ks", "cap"},
     "encoder": {"name", "cache_dir"},
     "bootstrap": {"samples"},
@@ -70,6 +74,7 @@ def parse_config(raw: Any) -> tuple[Any, dict[str, str]]:
     from recframe.conversational.baselines import SYSTEMS
     from recframe.conversational.benchmark import DEFAULT_BASELINES, BenchmarkConfig
     from recframe.conversational.generator import GeneratorConfig
+    from recframe.conversational.phrasings import PHRASINGS
 
     raw = {} if raw is None else raw
     if not isinstance(raw, dict):
@@ -90,8 +95,13 @@ def parse_config(raw: Any) -> tuple[Any, dict[str, str]]:
     gen_raw = bench.get("generator") or {}
     if not isinstance(gen_raw, dict):
         raise _fail("benchmark.generator", "must be a mapping of GeneratorConfig fields")
-    fields = {f.name for f in dataclasses.fields(GeneratorConfig)} - {"seed"}
+    fields = {f.name for f in dataclasses.fields(GeneratorConfig)} - {"seed", "rejection_phrasings"}
     for key in gen_raw:
+        if key == "rejection_phrasings":
+            raise _fail(
+                "benchmark.generator.rejection_phrasings",
+                "set it one level up as benchmark.rejection_phrasings, a list of seen and/or held_out",
+            )
         if key not in fields:
             raise _fail(f"benchmark.generator.{key}", f"unknown key; use {', '.join(sorted(fields))}")
     if "rejection_probs" in gen_raw:
@@ -107,6 +117,17 @@ def parse_config(raw: Any) -> tuple[Any, dict[str, str]]:
         or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
     ):
         raise _fail("benchmark.seeds", f"must be a non-empty list of integers, got {seeds!r}")
+    phrasings = bench.get("rejection_phrasings", list(PHRASINGS))
+    if (
+        not isinstance(phrasings, list)
+        or not phrasings
+        or any(p not in PHRASINGS for p in phrasings)
+        or len(set(phrasings)) != len(phrasings)
+    ):
+        raise _fail(
+            "benchmark.rejection_phrasings",
+            f"must be a list of distinct settings among {', '.join(PHRASINGS)}, got {phrasings!r}",
+        )
     release = bench.get("release")
     if release is not None and not Path(str(release)).is_dir():
         raise _fail(
@@ -135,6 +156,7 @@ def parse_config(raw: Any) -> tuple[Any, dict[str, str]]:
         release=None if release is None else str(release),
         generator=generator,
         seeds=tuple(seeds),
+        rejection_phrasings=tuple(phrasings),
         baselines=tuple(specs),
         ks=tuple(ks),
         cap=cap,
@@ -179,12 +201,20 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     cfg, out = parse_config(_load_yaml(args.config))
     cfg.progress = not args.no_progress
+    config_seeds = list(cfg.seeds)
+    if args.seeds and list(args.seeds) != config_seeds:
+        print(
+            f"recframe conversational evaluate: warning: --seeds {' '.join(map(str, args.seeds))} overrides "
+            f"benchmark.seeds {config_seeds} of {args.config}; the results will name both.",
+            file=sys.stderr,
+        )
     if args.seeds:
         cfg.seeds = tuple(args.seeds)
     started = time.perf_counter()
     payload = run_benchmark(cfg)
     seeds = f" --seeds {' '.join(map(str, args.seeds))}" if args.seeds else ""
     payload["command"] = f"recframe conversational evaluate --config {args.config}{seeds}"
+    payload["config_seeds"] = config_seeds
     payload["wall_seconds"] = time.perf_counter() - started
     markdown = render_markdown(payload)
     js, md = write_report(out["dir"], out["name"], payload, markdown)
@@ -206,9 +236,11 @@ def single_candidate_warning(dialogues: Sequence[Any], n_pois: int) -> str | Non
         return None
     cfg = GeneratorConfig()
     enough = cfg.n_candidates * cfg.n_cities
-    return (f"{single} of {len(dialogues)} dialogues have a single candidate (the target), so every ranking "
-            f"metric is trivially perfect on them; --pois {n_pois} is too few for {cfg.n_cities} cities: "
-            f"give --pois {enough} or more ({cfg.n_candidates} candidates per city).")
+    return (
+        f"{single} of {len(dialogues)} dialogues have a single candidate (the target), so every ranking "
+        f"metric is trivially perfect on them; --pois {n_pois} is too few for {cfg.n_cities} cities: "
+        f"give --pois {enough} or more ({cfg.n_candidates} candidates per city)."
+    )
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -216,7 +248,12 @@ def _generate(args: argparse.Namespace) -> int:
     from recframe.conversational.loader import write_release
 
     try:
-        release, _ = generate(n_dialogues=args.dialogues, n_pois=args.pois, seed=args.seed)
+        release, _ = generate(
+            n_dialogues=args.dialogues,
+            n_pois=args.pois,
+            seed=args.seed,
+            rejection_phrasings=args.rejection_phrasings,
+        )
     except ValueError as exc:
         raise DataError(str(exc)) from None
     folder = write_release(release, args.out)
@@ -244,6 +281,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point of ``recframe conversational``."""
+    from recframe.conversational.phrasings import PHRASINGS
+
     parser = argparse.ArgumentParser(
         prog="recframe conversational", description="TRACE-style conversational recommendation benchmark."
     )
@@ -257,6 +296,13 @@ def main(argv: list[str]) -> int:
     gen.add_argument("--dialogues", type=int, default=1000)
     gen.add_argument("--pois", type=int, default=2400)
     gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument(
+        "--rejection-phrasings",
+        choices=PHRASINGS,
+        default="seen",
+        help="wording of the rejection turns: seen (the templates the baselines were built against) or "
+        "held_out (written apart from them)",
+    )
     val = sub.add_parser("validate", help="check a release line by line")
     val.add_argument("folder")
     args = parser.parse_args(argv)

@@ -15,9 +15,14 @@ What is planted:
   and some other aspects; the rest stay hidden. With 0, 1 or 2 rejections, the system first recommends a
   POI that satisfies every stated aspect but violates the next hidden one, and the user rejects it,
   naming the problem ("that sounds too loud") and revealing the preference; the last recommendation
-  is the target. The candidates (shuffled) are the target, the rejected POIs, *hard negatives* that
-  satisfy the first-stated aspects, and other POIs of the city; none but the target satisfies all
-  preferences, so the target is the unique right answer once every preference is known.
+  is the target. How rejections are worded is ``rejection_phrasings``: ``seen`` (the templates
+  :data:`COMPLAINT`/:data:`ASK` below, which the rejection-aware baseline's complaint cues were written
+  against) or ``held_out`` (:mod:`recframe.conversational.phrasings`, other words, drawn from a separate
+  random stream: the two settings give the same POIs, reviews, dialogues and value phrases; only the
+  words around the values in the rejection turns differ). The candidates (shuffled) are the target,
+  the rejected POIs, *hard negatives* that satisfy the first-stated aspects, and other POIs of the city;
+  none but the target satisfies all preferences, so the target is the unique right answer once every
+  preference is known.
 - **Gold citations** on every system turn: verbatim spans (with offsets) of the recommended POI's reviews
   that support stated aspects, so the release validates.
 - **Citation probes** (kept in :class:`GroundTruth`, not in the release): for every recommend turn, the
@@ -37,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from recframe.conversational.phrasings import PHRASINGS, held_out_reject_text
 from recframe.conversational.schema import POI, Citation, Dialogue, Release, Review, Turn
 from recframe.conversational.textnorm import normalize, split_sentences
 
@@ -47,6 +53,8 @@ __all__ = [
     "generate",
     "LEXICON",
     "ASPECTS",
+    "PHRASINGS",
+    "REJECT_SEEN",
     "split_sentences",
 ]
 
@@ -189,6 +197,8 @@ COMPLAINT_DISTANCE = {
     "walkable": "that one is a {p} but downtown is not where we are staying",
     "drive": "that one is {p}",
 }
+#: a seen rejection turn: the complaint (:data:`COMPLAINT`) and the wish (:data:`ASK`)
+REJECT_SEEN = "Hmm, {complaint}. We would prefer {ask}."
 KINDS_CORRUPT = ("paraphrased", "case", "wrong_poi", "off_aspect", "denial")
 
 
@@ -249,6 +259,7 @@ class GeneratorConfig:
     p_reencode: float = 0.15
     walk_km: float = 1.5
     radius_km: float = 5.0
+    rejection_phrasings: str = "seen"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -266,6 +277,10 @@ class GeneratorConfig:
             raise ValueError(
                 f"rejection_probs={self.rejection_probs}; give three probabilities (0, 1, 2 "
                 "rejections) that sum to 1."
+            )
+        if self.rejection_phrasings not in PHRASINGS:
+            raise ValueError(
+                f"rejection_phrasings={self.rejection_phrasings!r}; use one of {', '.join(PHRASINGS)}."
             )
         for name in ("p_corrupt", "p_reencode"):
             if not 0 <= getattr(self, name) <= 1:
@@ -285,6 +300,9 @@ class _Gen:
     def __init__(self, cfg: GeneratorConfig) -> None:
         self.cfg = cfg
         self.rng = np.random.default_rng(cfg.seed)
+        # held-out rejection wording draws from its own stream, so the main stream (POIs, reviews,
+        # dialogues, value phrases) is the same under both phrasings
+        self.phrasing_rng = np.random.default_rng([cfg.seed, 31])
         self.truth = GroundTruth()
         self.pois: dict[str, POI] = {}
         self.reviews: dict[str, Review] = {}
@@ -452,12 +470,14 @@ class _Gen:
         )
 
     def reject_text(self, aspect: str, bad: str, good: str) -> str:
+        """The user's rejection of ``aspect = bad``, asking for ``good``, in the configured phrasing."""
+        bad_phrase = self.phrase(aspect, bad)
+        good_phrase = self.phrase(aspect, good)
+        if self.cfg.rejection_phrasings == "held_out":
+            return held_out_reject_text(self.phrasing_rng, aspect, bad, good, bad_phrase, good_phrase)
         tmpl = COMPLAINT_DISTANCE[bad] if aspect == "distance" else COMPLAINT[aspect]
-        complaint = tmpl.format(p=self.phrase(aspect, bad))
-        ask = (ASK_DISTANCE[good] if aspect == "distance" else ASK[aspect]).format(
-            p=self.phrase(aspect, good)
-        )
-        return f"Hmm, {complaint}. We would prefer {ask}."
+        ask = (ASK_DISTANCE[good] if aspect == "distance" else ASK[aspect]).format(p=good_phrase)
+        return REJECT_SEEN.format(complaint=tmpl.format(p=bad_phrase), ask=ask)
 
     def recommend(self, did: str, index: int, pid: str, known: dict[str, str]) -> Turn:
         """A gold recommend turn citing correct spans; its corrupted probe set goes to the truth."""

@@ -22,10 +22,31 @@ from recframe.conversational.schema import Citation
 from recframe.conversational.textnorm import split_sentences
 from recframe.conversational.view import Catalog, DialogueView, Prediction
 
-__all__ = ["System", "RetrievalSystem", "SentenceStore", "user_text", "clauses", "is_complaint"]
+__all__ = [
+    "System",
+    "RetrievalSystem",
+    "SentenceStore",
+    "user_text",
+    "clauses",
+    "is_complaint",
+    "COMPLAINT_CUES",
+]
 
 _CLAUSE = re.compile(r"[.!?;,]+\s*|\s+but\s+")
-_COMPLAINT = re.compile(r"(?<!\w)(too|not|n't|no|never|instead of|rather not|isn't|wasn't)(?!\w)", re.I)
+#: the words and phrases that mark a clause as a complaint (:func:`is_complaint`); written while looking at
+#: the generator's ``seen`` rejection templates, which is why the benchmark also reports ``held_out`` ones
+COMPLAINT_CUES: tuple[str, ...] = (
+    "too",
+    "not",
+    "n't",
+    "no",
+    "never",
+    "instead of",
+    "rather not",
+    "isn't",
+    "wasn't",
+)
+_COMPLAINT = re.compile(r"(?<!\w)(" + "|".join(re.escape(c) for c in COMPLAINT_CUES) + r")(?!\w)", re.I)
 
 
 def user_text(view: DialogueView) -> str:
@@ -39,7 +60,8 @@ def clauses(text: str) -> list[str]:
 
 
 def is_complaint(clause: str) -> bool:
-    """Heuristic: a clause with a negation or 'too' states what the user does *not* want."""
+    """Heuristic: a clause with a negation or 'too' (one of :data:`COMPLAINT_CUES`) states what the user
+    does *not* want."""
     return _COMPLAINT.search(clause) is not None
 
 
