@@ -13,7 +13,8 @@ config that trains it::
       ga: {steps: 100, batch_size: 64, lr: 1.0e-4, retain_weight: 1.0, grad_clip: 1.0, seed: 0}
       npo: {beta: 0.1, steps: 100, ...}   # plus the ga keys
       suppression: {threshold: 0.5, penalty: -1.0e+9}
-      tracer: {coherence_weight: 1.0, representation_weight: 1.0, reassign: true, steps: 100, ...}
+      tracer: {coherence_weight: 1.0, representation_weight: 1.0, reassign: true, root_sample: 0,
+               steps: 100, ...}        # root_sample m > 0: m sampled roots per step (unbiased mass)
       tracer@no_reassign: {reassign: false}  # NAME@LABEL: another setting of a method, its own row
     eval_batch_size: 256                  # users per scoring batch, >= 1
     choose_on_validation: false           # true: score validation too and choose one setting per method
