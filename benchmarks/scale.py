@@ -95,6 +95,11 @@ def device_name(device: str) -> str:
 
     if device.startswith("cuda"):
         return torch.cuda.get_device_name(torch.device(device))
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine()
 
 
