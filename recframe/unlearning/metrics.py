@@ -14,6 +14,11 @@ model's ordinary test metrics. With ``F`` the forget items (the concept) and ``R
   in ``[0, 1]``; 0 = the method recommends exactly what the model retrained without the concept does).
   Set overlap rather than a KL of score distributions because the methods' score scales differ (suppression
   puts finite ``-1e9`` scores on masked items), while top-``K`` lists are what users see.
+
+Each model also keeps its **per-user** retain NDCG@K (:attr:`UnlearningMetrics.retain_per_user`, in the order
+of the test users, with their ids): which users are retain cases depends only on the data and the concept, so
+two models scored on the same batches hold aligned vectors, and a paired interval of their difference is over
+the same users (``benchmarks/unlearning_intervals.py``).
 """
 
 from __future__ import annotations
@@ -72,7 +77,9 @@ def split_case_metrics(
 
 @dataclass
 class UnlearningMetrics:
-    """One model's report (see the module docstring); ``top`` holds its test users' top-``K`` lists."""
+    """One model's report (see the module docstring); ``top`` holds its test users' top-``K`` lists,
+    ``retain_per_user`` the NDCG@K of each retain case (``[n_retain_cases]``, float64) and ``retain_users``
+    those cases' user indices (the batches' ``users``, or their positions when a batch has none)."""
 
     exposure: float
     forget_recall: float
@@ -80,6 +87,8 @@ class UnlearningMetrics:
     n_forget_cases: int
     n_retain_cases: int
     top: Tensor = field(repr=False)
+    retain_per_user: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.float64), repr=False)
+    retain_users: Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long), repr=False)
 
     def row(
         self, original: UnlearningMetrics | None = None, retrain: UnlearningMetrics | None = None
@@ -109,8 +118,8 @@ def evaluate_unlearning(
     """Stream test ``batches`` (``history``, ``seen``, ``targets``, ``labels``) through ``score`` and
     compute :class:`UnlearningMetrics` (averages over users of each group; module docstring)."""
     forget_t = torch.as_tensor(np.asarray(forget), dtype=torch.bool)
-    tops, rec, ndcg = [], [], []
-    slots = hits = 0
+    tops, rec, ndcg, users = [], [], [], []
+    slots = hits = seen_rows = 0
     for batch in batches:
         scores = score(batch).float().cpu()
         items, ok = masked_topk(scores, batch["targets"], batch.get("seen"), k)
@@ -120,6 +129,10 @@ def evaluate_unlearning(
         per = split_case_metrics(scores, batch["targets"], batch["labels"], batch.get("seen"), forget_t, k)
         rec.append(per["forget_recall"][per["forget_users"]])
         ndcg.append(per["retain_ndcg"][per["retain_users"]])
+        ids = batch.get("users")
+        ids = torch.arange(seen_rows, seen_rows + len(scores)) if ids is None else torch.as_tensor(ids)
+        users.append(ids.long().cpu()[per["retain_users"]])
+        seen_rows += len(scores)
     rec_t, ndcg_t = torch.cat(rec), torch.cat(ndcg)
     return UnlearningMetrics(
         exposure=hits / max(slots, 1),
@@ -128,4 +141,6 @@ def evaluate_unlearning(
         n_forget_cases=len(rec_t),
         n_retain_cases=len(ndcg_t),
         top=torch.cat(tops),
+        retain_per_user=ndcg_t.to(torch.float64),
+        retain_users=torch.cat(users),
     )

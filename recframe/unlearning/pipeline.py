@@ -49,6 +49,7 @@ __all__ = [
     "forget_mask",
     "load_generative",
     "method_kind",
+    "per_user_retain",
     "run_unlearning",
     "save_unlearned",
     "stage_rows",
@@ -254,6 +255,7 @@ def run_unlearning(
     expect_fingerprint: str | None = None,
     stages: tuple[Literal["valid", "test"], ...] = ("test",),
     progress: bool = False,
+    per_user: bool = False,
 ) -> dict[str, Any]:
     """Run ``methods`` (module docstring) on ``model`` for ``concept``; the report dict.
 
@@ -265,7 +267,9 @@ def run_unlearning(
     fingerprint) refuses data other than the model was trained on. ``stages``: the splits every model is
     scored on; the report's ``rows`` are the test rows when ``"test"`` is among them, and each stage's rows
     are under ``rows_by_stage`` (a validation grid chooses settings on ``"valid"`` alone). ``progress``: a
-    bar on stderr while the retrain reference trains and while each method fine-tunes.
+    bar on stderr while the retrain reference trains and while each method fine-tunes. ``per_user``: the
+    report also holds ``per_user[stage]`` (:func:`per_user_retain`: every model's per-user retain NDCG@10,
+    aligned over the same users) for paired intervals.
 
     Raises:
         DataError: a bad setting (naming ``methods.<name>.<key>``) or ``eval_batch_size`` below 1, before
@@ -315,7 +319,7 @@ def run_unlearning(
         log(f"{name}: {metrics[stages[-1]].row(original[stages[-1]])} ({seconds:.0f} s)")
     by_stage = stage_rows(results, stages)
     report_stage = "test" if "test" in stages else stages[0]
-    return {
+    report = {
         "concept": concept.text,
         "rows": by_stage[report_stage],
         "rows_by_stage": by_stage,
@@ -323,6 +327,25 @@ def run_unlearning(
         "test_cases": {"forget": original[report_stage].n_forget_cases,
                        "retain": original[report_stage].n_retain_cases},
     }
+    if per_user:
+        report["per_user"] = {stage: per_user_retain(results, stage) for stage in stages}
+    return report
+
+
+def per_user_retain(
+    results: dict[str, tuple[dict[str, UnlearningMetrics], float]], stage: str
+) -> dict[str, Any]:
+    """``{"users": [...], "retain_ndcg@10": {name: [...]}}``: each model's per-user retain NDCG@10 on
+    ``stage``, over the same retain users in the same order (checked: the models were scored on the same
+    cases)."""
+    users = results["original"][0][stage].retain_users
+    out: dict[str, list[float]] = {}
+    for name, (metrics, _) in results.items():
+        m = metrics[stage]
+        if not torch.equal(m.retain_users, users):
+            raise ValueError(f"{name}: its retain cases on {stage} are not the original model's")
+        out[name] = [float(v) for v in m.retain_per_user]
+    return {"users": [int(u) for u in users], "retain_ndcg@10": out}
 
 
 def report_table(report: dict[str, Any]) -> str:

@@ -58,3 +58,17 @@ def test_topk_distance_is_one_minus_overlap() -> None:
     b = torch.tensor([[4, 3, 9, 10], [5, 6, 7, 8]])
     assert topk_distance(a, b).tolist() == [0.5, 0.0]
     assert topk_distance(a, torch.tensor([[9, 10, 11, 12], [1, 2, 3, 4]])).tolist() == [1.0, 1.0]
+
+
+def test_per_user_retain_ndcg_is_aligned_by_user_and_averages_to_the_row() -> None:
+    first, second = _batch(), _batch()
+    first["users"], second["users"] = torch.tensor([7, 3]), torch.tensor([5, 9])
+    second["scores"] = second["scores"].clone()
+    second["scores"][1, 6] = 10.0  # user 9's retain target first: NDCG 1
+    m = evaluate_unlearning(lambda b: b["scores"], [first, second], FORGET, k=5)
+    # retain cases: the second user of each batch (targets 6); user 3 at rank 3, user 9 at rank 0
+    assert m.retain_users.tolist() == [3, 9]
+    assert m.retain_per_user.tolist() == pytest.approx([1 / math.log2(5), 1.0])
+    assert float(m.retain_per_user.mean()) == pytest.approx(m.retain_ndcg)
+    no_ids = evaluate_unlearning(lambda b: b["scores"], [_batch(), _batch()], FORGET, k=5)
+    assert no_ids.retain_users.tolist() == [1, 3]  # positions when the batches name no users
