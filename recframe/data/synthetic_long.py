@@ -18,6 +18,11 @@ the issue's range is 2,000-5,000) over ``n_clusters`` item clusters, no item rep
 * Theme picks are popularity-weighted (Zipf ``popularity_skew``) among the theme's unseen items.
 
 Deterministic under ``seed``. Returned with its ground truth (:class:`LongHistoryData`).
+
+:func:`make_key_recall` plants a sharper long-range dependence (issue 31): at the held-out positions the
+next item belongs to a key cluster shown only in recall triples more than ``min_gap`` events back, so a
+model reading the whole history can name it and one reading a shorter window cannot
+(:func:`key_recall_oracle` is the rule that reads it).
 """
 
 from __future__ import annotations
@@ -120,6 +125,141 @@ def make_long_history(n_users: int = 120, n_clusters: int = 24, items_per_cluste
                            row_is_theme=np.asarray(theme_rows)[order])
 
 
+@dataclass(frozen=True)
+class KeyRecallData:
+    """Histories with planted key recalls (:func:`make_key_recall`), with the ground truth (dense ids).
+
+    Attributes:
+        interactions: the table (all ratings 5, so every event is liked).
+        user_keys: ``[n_users + 1, 2]`` the two key clusters of each dense user (row 0 = padding, -1).
+        item_key: key cluster of each dense item; -1 for cue and filler items and padding.
+        item_kind: kind of each dense item: 0 filler, 1 cue, 2 key item (padding -1).
+        row_role: per row of ``interactions`` (time-sorted per user): 0 filler, 1 cue, 2 first key
+            recall (from the user's key 0), 3 second key recall (key 1).
+    """
+
+    interactions: Interactions
+    user_keys: np.ndarray
+    item_key: np.ndarray
+    item_kind: np.ndarray
+    row_role: np.ndarray
+
+
+FILLER, CUE, KEY = 0, 1, 2
+ROLE_FILLER, ROLE_CUE, ROLE_FIRST, ROLE_SECOND = 0, 1, 2, 3
+
+
+def make_key_recall(n_users: int = 400, n_keys: int = 16, items_per_key: int = 12, n_fillers: int = 1200,
+                    n_cues: int = 64, n_recalls: int = 4, min_gap: int = 56, max_gap: int = 88,
+                    max_lead: int = 32, seed: int = 0) -> KeyRecallData:
+    """Histories whose next item, at planted positions, is decided by items far outside a short window.
+
+    Each user owns two distinct key clusters ``(k0, k1)`` out of ``n_keys`` clusters of ``items_per_key``
+    key items. The history is ``lead`` filler events (``0 .. max_lead``), then ``n_recalls`` recall
+    triples ``[cue, item of k0, item of k1]`` separated by ``min_gap .. max_gap`` filler events, and it
+    ends with a triple, so under leave-one-out the validation item is the last triple's ``k0`` item and
+    the test item its ``k1`` item. Fillers are uniform among the user's unseen filler items, cues
+    among its unseen cue items, key items among the unseen items of their cluster: no item repeats
+    within a user.
+
+    What the planted positions need:
+
+    * **After a cue** (the validation position), the next item is one of ``k0``'s items. The cue is in
+      any window, but ``k0`` shows only in the earlier triples, at least ``min_gap + 1`` events back.
+    * **After a cue and a ``k0`` item** (the test position), the next item is one of ``k1``'s items.
+      The window shows ``k0`` (independent of ``k1``), and ``k1`` only the earlier triples.
+
+    With ``min_gap`` above a truncation window, a model that reads only the window can at best spread
+    its guess over the other key clusters (chance), while one that reads the whole history can name
+    the cluster; ``tests/models/test_recmem.py`` checks both with oracles (:func:`key_recall_oracle`).
+    Deterministic under ``seed``.
+
+    Args:
+        n_users: users.
+        n_keys: key clusters (>= 2).
+        items_per_key: key items per cluster (>= ``n_recalls``, so a user never exhausts a key).
+        n_fillers: filler items (at least the longest filler run a user can need).
+        n_cues: cue items (>= ``n_recalls``).
+        n_recalls: recall triples per user (>= 1; the last one holds the validation and test items).
+        min_gap: shortest filler run between two triples (>= 1).
+        max_gap: longest filler run between two triples.
+        max_lead: longest filler run before the first triple (>= 0).
+        seed: random seed.
+    """
+    if n_keys < 2 or n_recalls < 1 or not 1 <= min_gap <= max_gap or max_lead < 0:
+        raise ValueError(f"need n_keys >= 2, n_recalls >= 1, 1 <= min_gap <= max_gap and max_lead >= 0, got "
+                         f"{n_keys}, {n_recalls}, {min_gap}, {max_gap}, {max_lead}")
+    if items_per_key < n_recalls or n_cues < n_recalls:
+        raise ValueError(f"items_per_key ({items_per_key}) and n_cues ({n_cues}) must be >= n_recalls "
+                         f"({n_recalls}): no item repeats within a user.")
+    if n_fillers < max_lead + (n_recalls - 1) * max_gap:
+        raise ValueError(f"n_fillers={n_fillers} is below the longest filler need "
+                         f"{max_lead + (n_recalls - 1) * max_gap}; raise it or shorten the gaps.")
+    rng = np.random.default_rng(seed)
+    n_key_items = n_keys * items_per_key
+    cue0, filler0 = n_key_items, n_key_items + n_cues  # raw ids: key items, then cues, then fillers
+    cluster_of = np.concatenate([np.repeat(np.arange(n_keys), items_per_key),
+                                 np.full(n_cues + n_fillers, -1)])
+    kind_of = np.concatenate([np.full(n_key_items, KEY), np.full(n_cues, CUE), np.full(n_fillers, FILLER)])
+    users: list[int] = []
+    items: list[int] = []
+    roles: list[int] = []
+    keys = np.empty((n_users, 2), dtype=np.int64)
+    for u in range(n_users):
+        keys[u] = rng.choice(n_keys, size=2, replace=False)
+        key_draws = [keys[u, j] * items_per_key + rng.permutation(items_per_key)[:n_recalls] for j in (0, 1)]
+        cues = cue0 + rng.permutation(n_cues)[:n_recalls]
+        gaps = rng.integers(min_gap, max_gap + 1, size=n_recalls - 1)
+        runs = [int(rng.integers(0, max_lead + 1)), *gaps.tolist()]
+        fillers = (filler0 + rng.permutation(n_fillers)[:sum(runs)]).tolist()
+        seq: list[int] = []
+        role: list[int] = []
+        for r in range(n_recalls):
+            seq += fillers[:runs[r]]
+            fillers = fillers[runs[r]:]
+            role += [ROLE_FILLER] * runs[r]
+            seq += [int(cues[r]), int(key_draws[0][r]), int(key_draws[1][r])]
+            role += [ROLE_CUE, ROLE_FIRST, ROLE_SECOND]
+        users.extend([u] * len(seq))
+        items.extend(seq)
+        roles.extend(role)
+    inter, u_dense, item_key, order = sequences_to_interactions(users, items, n_users, cluster_of,
+                                                                "synthetic-key-recall")
+    item_kind = np.full(inter.n_items + 1, -1, dtype=np.int64)
+    for dense, raw in enumerate(inter.item_ids[1:], start=1):
+        item_kind[dense] = kind_of[int(raw[1:])]
+    user_keys = np.full((inter.n_users + 1, 2), -1, dtype=np.int64)
+    user_keys[u_dense] = keys
+    return KeyRecallData(interactions=inter, user_keys=user_keys, item_key=item_key, item_kind=item_kind,
+                         row_role=np.asarray(roles)[order])
+
+
+def key_recall_oracle(data: KeyRecallData, history: np.ndarray, window: int | None = None) -> np.ndarray:
+    """Scores ``[n_items + 1]`` of a rule that reads the planted structure in the last ``window`` items.
+
+    The rule knows the generator: the next item is a key item; after a cue it is the user's first key,
+    after a cue and a key item the second. It finds, in the items it reads (the whole ``history``, or its
+    last ``window``), the clusters that earlier triples used in that role and scores their key items 1,
+    every other key item 0.5 (so among key items it is otherwise at chance), and fillers and cues 0.
+    A key cluster just seen in the window (the first key, at the test position) scores 0.25: it is not
+    the answer. Seen items are the caller's to mask.
+    """
+    seen = np.asarray(history if window is None else history[-window:])
+    kinds = data.item_kind[seen]
+    after_first = len(seen) >= 2 and kinds[-1] == KEY and kinds[-2] == CUE
+    role = 1 if after_first else 0  # which key of the open triple comes next
+    closed = seen[:len(seen) - (2 if after_first else 1)]  # the earlier triples, without the open one
+    votes = {int(data.item_key[closed[t + 1 + role]]) for t in np.flatnonzero(data.item_kind[closed] == CUE)
+             if t + 1 + role < len(closed) and data.item_kind[closed[t + 1 + role]] == KEY}
+    scores = np.where(data.item_kind == KEY, 0.5, 0.0)
+    scores[0] = 0.0
+    if after_first:
+        scores[data.item_key == data.item_key[seen[-1]]] = 0.25
+    for key in votes:
+        scores[data.item_key == key] = 1.0
+    return scores
+
+
 class ClusterCatalogue:
     """Items in equal clusters, each with a popularity order and a random item cycle (for the long sets).
 
@@ -182,4 +322,5 @@ def sequences_to_interactions(users: list[int], items: list[int], n_users: int, 
     return inter, u_dense, item_cluster, np.lexsort((stamps, u_dense[users_a]))
 
 
-__all__ = ["ClusterCatalogue", "LongHistoryData", "make_long_history", "sequences_to_interactions"]
+__all__ = ["ClusterCatalogue", "KeyRecallData", "LongHistoryData", "key_recall_oracle", "make_key_recall",
+           "make_long_history", "sequences_to_interactions"]

@@ -248,3 +248,53 @@ def test_serving_restores_and_ranks_like_the_model(tmp_path: Path) -> None:
     cached = rec.recommend(histories=histories, k=5)
     for r in range(8):
         assert out.items[r] == [rec.item_ids[i] for i in expected[r]] == cached.items[r]
+
+
+def _oracle_hits(data, window: int | None, position: int, k: int = 10) -> float:
+    """Share of users whose held-out item at ``-position`` (2 = validation, 1 = test) the oracle ranks in
+    the top ``k`` (seen items masked, ties broken by a fixed random jitter)."""
+    import numpy as np
+
+    from recframe.data.synthetic_long import key_recall_oracle
+
+    hist = data.interactions.histories
+    hits = []
+    for u in range(1, data.interactions.n_users + 1):
+        items = hist.of(u)
+        seen, target = items[:-position], items[-position]
+        scores = key_recall_oracle(data, seen, window) + 1e-3 * np.random.default_rng(u).random(len(
+            data.item_kind))
+        scores[seen], scores[0] = -1.0, -1.0
+        hits.append(int((scores > scores[target]).sum()) < k)
+    return float(np.mean(hits))
+
+
+def test_key_recall_plants_a_dependence_beyond_the_window() -> None:
+    """The held-out items' key cluster is readable from the whole history and not from the last 48 items:
+    an oracle reading everything ranks them in the top 10 always, one reading the window at chance."""
+    import numpy as np
+
+    from recframe.data.synthetic_long import ROLE_CUE, ROLE_FIRST, ROLE_SECOND, make_key_recall
+
+    data = make_key_recall(n_users=120, seed=5)
+    hist = data.interactions.histories
+    for u in (1, 57, 120):
+        items = hist.of(u)
+        assert len(set(items.tolist())) == len(items)  # no repeats
+        roles = data.row_role[hist.indptr[u]:hist.indptr[u + 1]]
+        assert roles[-3:].tolist() == [ROLE_CUE, ROLE_FIRST, ROLE_SECOND]
+        assert (data.item_key[items[roles == ROLE_FIRST]] == data.user_keys[u, 0]).all()
+        assert (data.item_key[items[roles == ROLE_SECOND]] == data.user_keys[u, 1]).all()
+        # nothing of either key in the 48 items before the final cue: the window cannot see the keys
+        assert (data.item_key[items[-51:-3]] == -1).all()
+    unseen_keys = (data.item_kind == 2).sum() - 6  # key items a user has not seen at the end, at most
+    chance = 10 / unseen_keys
+    for position in (2, 1):  # validation, test
+        assert _oracle_hits(data, None, position) == 1.0
+        assert _oracle_hits(data, 48, position) < 3 * chance
+    # a window just long enough to hold the previous triple recovers the keys
+    assert _oracle_hits(data, 200, 1) == 1.0
+    np.testing.assert_array_equal(make_key_recall(n_users=5, seed=1).interactions.histories.items,
+                                  make_key_recall(n_users=5, seed=1).interactions.histories.items)
+    with pytest.raises(ValueError, match="n_recalls"):
+        make_key_recall(items_per_key=3, n_recalls=4)
