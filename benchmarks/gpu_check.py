@@ -632,12 +632,14 @@ def orchestrate(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             "settings": {k: v for k, v in vars(args).items() if k not in ("worker", "deadline")}}
     records: list[dict[str, Any]] = []
     for part in args.parts:
-        budget = min(args.budgets[part], end - time.time())
-        if budget < MIN_PART_SECONDS:
+        remaining = end - time.time()
+        budget = min(args.budgets[part], remaining)
+        if remaining < MIN_PART_SECONDS or budget <= 0:
+            reason = (f"its budget is {args.budgets[part]:g} s (--budget)" if args.budgets[part] <= 0 else
+                      f"time budget gone: {max(0.0, remaining):.0f} s left of --time-limit "
+                      f"{args.time_limit:.0f}")
             record = {"part": part, "title": PARTS[part], "status": "skipped", "budget_s": args.budgets[part],
-                      "wall_s": 0.0, "rows": [],
-                      "reason": f"time budget gone: {max(0.0, end - time.time()):.0f} s left of --time-limit "
-                                f"{args.time_limit:.0f}"}
+                      "wall_s": 0.0, "rows": [], "reason": reason}
         elif args.in_process:
             record = run_part_here(part, args, budget)
         else:
