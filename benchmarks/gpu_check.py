@@ -283,6 +283,7 @@ def part_item_index(args: argparse.Namespace, deadline: float, emit: Emit) -> No
           "cpu_queries": len(cpu_queries), "faiss_threads": faiss.omp_get_max_threads()})
     reference: dict[str, np.ndarray] = {}
     rates: dict[str, float] = {}
+    gpu_resources: list[Any] = []  # a raw GPU index needs its StandardGpuResources alive
 
     def run(name: str, build: Callable[[], Any], search: Callable[[Any, np.ndarray], np.ndarray],
             batch: np.ndarray, gpu: bool) -> None:
@@ -314,9 +315,8 @@ def part_item_index(args: argparse.Namespace, deadline: float, emit: Emit) -> No
     def raw(gpu: bool) -> Callable[[], Any]:
         def build() -> Any:
             if gpu:
-                res = faiss.StandardGpuResources()
-                index = faiss.GpuIndexFlatIP(res, d)
-                index.keep_resources_alive = res  # the resources must live as long as the index
+                gpu_resources.append(faiss.StandardGpuResources())
+                index = faiss.GpuIndexFlatIP(gpu_resources[-1], d)
             else:
                 index = faiss.IndexFlatIP(d)
             index.add(vectors)

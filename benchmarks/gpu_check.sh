@@ -15,7 +15,8 @@
 # --download-wheels DIR fetches, for Python ${GPU_CHECK_PYVER:-3.12} on x86-64, the wheels the device image
 # lacks: jsonargparse, docstring-parser, typeshed-client and FAISS (--faiss gpu: faiss-gpu-cu12, ~46 MiB,
 # which needs CUDA 12's cuBLAS on the device; --faiss cpu: faiss-cpu, ~18 MiB, GPU FAISS rows then skip).
-# The total limit (--limit-s, default 540 s) stops the run; the Python script gets 30 s less for its parts.
+# The total limit (--limit-s, default 540 s, counted from this script's start, the bootstrap included) stops
+# the run; the Python script gets 30 s less for its parts.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -101,5 +102,9 @@ except ImportError as exc:  # e.g. faiss-gpu-cu12 without CUDA 12's cuBLAS: the 
     print(f"gpu_check.sh: torch {torch.__version__}, CUDA {torch.cuda.is_available()}; faiss: {exc}")
 EOF
 
-PART_LIMIT=$((LIMIT_S > 60 ? LIMIT_S - 30 : LIMIT_S))
-exec timeout --kill-after=10 "$LIMIT_S" "$PY" -m benchmarks.gpu_check --time-limit "$PART_LIMIT" "${ARGS[@]}"
+LEFT_S=$((LIMIT_S - SECONDS))
+if ((LEFT_S < 60)); then
+  echo "gpu_check.sh: only ${LEFT_S} s of --limit-s ${LIMIT_S} left after the bootstrap; not started" >&2
+  exit 3
+fi
+exec timeout --kill-after=10 "$LEFT_S" "$PY" -m benchmarks.gpu_check --time-limit "$((LEFT_S - 30))" "${ARGS[@]}"
