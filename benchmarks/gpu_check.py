@@ -97,8 +97,8 @@ def faiss_gpu_status() -> tuple[bool, str]:
     """Whether this FAISS build can use a GPU here, and why not when it cannot."""
     try:
         import faiss
-    except ImportError as exc:
-        return False, f"FAISS is not installed ({exc})"
+    except (ImportError, OSError) as exc:  # not installed, or a GPU build missing its CUDA libraries
+        return False, f"FAISS cannot be imported ({exc})"
     if not hasattr(faiss, "StandardGpuResources"):
         return False, f"this FAISS build ({faiss.__version__}) has no GPU support; install the gpu extra"
     if faiss.get_num_gpus() < 1:
@@ -119,8 +119,8 @@ def gpu_env() -> dict[str, Any]:
 
         out["faiss"] = faiss.__version__
         out["faiss_gpus"] = int(faiss.get_num_gpus())
-    except ImportError:
-        out["faiss"] = None
+    except (ImportError, OSError) as exc:
+        out["faiss"] = f"cannot be imported ({exc})"
     ok, why = faiss_gpu_status()
     out["faiss_gpu"] = ok if ok else why
     for dist in ("faiss-cpu", "faiss-gpu-cu12", "faiss-gpu"):
