@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import seeded_runs
-from benchmarks.common import RESULTS, claim, fit_and_test, save_figure, write_results
+from benchmarks.common import RESULTS, save_figure, write_results
 from benchmarks.devices import refusal
 from benchmarks.per_user import paired_over_seeds
 from recframe.checkpoint_io import atomic_write, load_checkpoint
@@ -297,43 +297,15 @@ def rgrec_weight_choice(seeds: Sequence[int] = (0, 1, 2)) -> tuple[dict[str, Any
 
 def run_all(rows: Sequence[str], seeds: Sequence[int], extra: Sequence[str] = (),
             folder: Path | None = None) -> None:
-    """Train and test every (row, seed) without a stored result, storing each as it finishes."""
+    """Train and test every (row, seed) without a stored result, storing each as it finishes
+    (:func:`benchmarks.seeded_runs.run_missing`; a search folder prints validation only)."""
     folder = RUNS if folder is None else folder
-    folder.mkdir(parents=True, exist_ok=True)
-    for row in rows:
-        for seed in seeds:
-            path = run_file(row, seed, folder)
-            if path.exists():
-                print(f"[skip] {row} seed {seed}: {path.name} exists")
-                continue
-            name = log_name(row, seed, folder)
-            with claim(RUN_LOGS / f"{name}.claim") as mine:
-                if not mine:
-                    print(f"[skip] {row} seed {seed}: another process is running it", flush=True)
-                    continue
-                if path.exists():  # finished by another stream since the check above
-                    continue
-                result = _fit_one(row, seed, extra, folder, name)
-                text = json.dumps(result, indent=2, default=str).encode()
-                atomic_write(path, lambda fh, t=text: fh.write(t))
-            # a search run shows its validation only, so no test number is seen while choosing
-            shown = f", test {result['test']['ndcg@10']:.4f}" if folder == RUNS else ""
-            print(f"[done] {row} seed {seed}: val ndcg@10 {result['valid']['ndcg@10']:.4f}{shown} "
-                  f"in {result['train_seconds']:.0f} s "
-                  f"(best epoch {result['best_checkpoint_epoch']} of {result['epochs']})", flush=True)
-
-
-def _fit_one(row: str, seed: int, extra: Sequence[str], folder: Path, name: str) -> dict[str, Any]:
-    """Train (resuming an interrupted attempt) and test one (row, seed); the result with its curve."""
-    resume = interrupted_checkpoint(name)
-    shown = f" (resuming {resume})" if resume else ""
-    print(f"[run] {row} seed {seed} {' '.join(extra)}{shown}", flush=True)
-    result = fit_and_test(CONFIGS / ROWS[row].config, overrides(row, seed, extra, folder),
-                          ckpt_path=resume, after_test=with_ranks)
-    curve = validation_curve(name)
-    result.update(row=row, seed=seed, extra=list(extra), val_curve=curve,
-                  selected_last=bool(curve) and result["best_checkpoint_epoch"] == curve[-1]["epoch"])
-    return result
+    seeded_runs.run_missing(
+        [(row, seed) for row in rows for seed in seeds], folder,
+        config_of=lambda row: CONFIGS / ROWS[row].config,
+        overrides_of=lambda row, seed, _name: overrides(row, seed, extra, folder),
+        log_name_of=lambda row, seed: log_name(row, seed, folder),
+        show_test=folder == RUNS, run_logs=RUN_LOGS, recorded={"extra": list(extra)})
 
 
 def load_runs(folder: Path | None = None) -> dict[str, list[dict[str, Any]]]:

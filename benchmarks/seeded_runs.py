@@ -32,18 +32,20 @@ def run_file(folder: Path, row: str, seed: int) -> Path:
     return folder / f"{slug(row)}__seed{seed}.json"
 
 
-def interrupted_checkpoint(name: str, run_logs: Path = RUN_LOGS) -> Path | None:
+def interrupted_checkpoint(name: str, run_logs: Path | None = None) -> Path | None:
     """The furthest-trained ``last.ckpt`` an interrupted earlier attempt left under ``runs/NAME``."""
+    run_logs = RUN_LOGS if run_logs is None else run_logs
     found = list((run_logs / name).glob("version_*/checkpoints/last.ckpt"))
     return max(found, key=lambda p: (load_checkpoint(p)["epoch"], p.stat().st_mtime), default=None)
 
 
-def validation_curve(name: str, run_logs: Path = RUN_LOGS) -> list[dict[str, float]]:
+def validation_curve(name: str, run_logs: Path | None = None) -> list[dict[str, float]]:
     """``[{epoch, val_ndcg}]`` of run ``name`` (Lightning's CSV logger), across its version folders.
 
     A resumed run logs into a new ``version_K``; the curve joins them, a later version's value of an
     epoch replacing an earlier one's (the epoch the interrupted attempt was in is run again).
     """
+    run_logs = RUN_LOGS if run_logs is None else run_logs
     by_epoch: dict[int, float] = {}
     logs = sorted((run_logs / name).glob("version_*/metrics.csv"), key=lambda p: int(p.parent.name[8:]))
     for log in logs:
@@ -66,12 +68,17 @@ def run_missing(
     log_name_of: Callable[[str, int], str],
     *,
     show_test: bool = True,
+    run_logs: Path | None = None,
+    recorded: dict[str, Any] | None = None,
 ) -> None:
     """Train and test every ``(row, seed)`` of ``jobs`` without a stored result, storing each as it finishes.
 
     ``overrides_of(row, seed, log_name)`` gives the run's CLI overrides. A run another live process has
-    claimed is skipped; a run an earlier process left unfinished resumes from its ``last.ckpt``.
+    claimed is skipped; a run an earlier process left unfinished resumes from its ``last.ckpt`` under
+    ``run_logs``. ``recorded`` entries are added to every stored result; ``show_test=False`` prints the
+    validation alone (a search must not see test numbers while choosing).
     """
+    run_logs = RUN_LOGS if run_logs is None else run_logs
     folder.mkdir(parents=True, exist_ok=True)
     for row, seed in jobs:
         path = run_file(folder, row, seed)
@@ -79,18 +86,18 @@ def run_missing(
             print(f"[skip] {row} seed {seed}: {path.name} exists", flush=True)
             continue
         name = log_name_of(row, seed)
-        with claim(RUN_LOGS / f"{name}.claim") as mine:
+        with claim(run_logs / f"{name}.claim") as mine:
             if not mine:
                 print(f"[skip] {row} seed {seed}: another process is running it", flush=True)
                 continue
             if path.exists():  # finished by another stream since the check above
                 continue
-            resume = interrupted_checkpoint(name)
+            resume = interrupted_checkpoint(name, run_logs)
             print(f"[run] {row} seed {seed}{f' (resuming {resume})' if resume else ''}", flush=True)
             result = fit_and_test(config_of(row), overrides_of(row, seed, name), ckpt_path=resume,
                                   after_test=with_ranks)
-            curve = validation_curve(name)
-            result.update(row=row, seed=seed, val_curve=curve,
+            curve = validation_curve(name, run_logs)
+            result.update(row=row, seed=seed, **(recorded or {}), val_curve=curve,
                           selected_last=bool(curve) and result["best_checkpoint_epoch"] == curve[-1]["epoch"])
             text = json.dumps(result, indent=2, default=str).encode()
             atomic_write(path, lambda fh, t=text: fh.write(t))
