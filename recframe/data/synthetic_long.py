@@ -149,14 +149,17 @@ FILLER, CUE, KEY = 0, 1, 2
 ROLE_FILLER, ROLE_CUE, ROLE_FIRST, ROLE_SECOND = 0, 1, 2, 3
 
 
-def make_key_recall(n_users: int = 400, n_keys: int = 16, items_per_key: int = 12, n_fillers: int = 1200,
-                    n_cues: int = 64, n_recalls: int = 4, min_gap: int = 56, max_gap: int = 88,
-                    max_lead: int = 32, seed: int = 0) -> KeyRecallData:
+def make_key_recall(n_users: int = 400, n_keys: int = 16, items_per_key: int = 24, n_fillers: int = 1200,
+                    n_cues: int = 64, n_recalls: int = 4, n_intro: int = 6, min_gap: int = 56,
+                    max_gap: int = 88, max_lead: int = 32, seed: int = 0) -> KeyRecallData:
     """Histories whose next item, at planted positions, is decided by items far outside a short window.
 
     Each user owns two distinct key clusters ``(k0, k1)`` out of ``n_keys`` clusters of ``items_per_key``
-    key items. The history is ``lead`` filler events (``0 .. max_lead``), then ``n_recalls`` recall
-    triples ``[cue, item of k0, item of k1]`` separated by ``min_gap .. max_gap`` filler events, and it
+    key items. The history is ``lead`` filler events (``0 .. max_lead``), an introduction of ``n_intro``
+    pairs ``[item of k0, item of k1]`` (inside it the next item is predictable from the last ones, so a
+    model learns which items share a cluster), then ``n_recalls`` recall triples
+    ``[cue, item of k0, item of k1]`` separated by ``min_gap .. max_gap`` filler events (the first run of
+    fillers follows the introduction), and it
     ends with a triple, so under leave-one-out the validation item is the last triple's ``k0`` item and
     the test item its ``k1`` item. Fillers are uniform among the user's unseen filler items, cues
     among its unseen cue items, key items among the unseen items of their cluster: no item repeats
@@ -177,10 +180,11 @@ def make_key_recall(n_users: int = 400, n_keys: int = 16, items_per_key: int = 1
     Args:
         n_users: users.
         n_keys: key clusters (>= 2).
-        items_per_key: key items per cluster (>= ``n_recalls``, so a user never exhausts a key).
+        items_per_key: key items per cluster (> ``n_intro + n_recalls``, so a user never exhausts a key).
         n_fillers: filler items (at least the longest filler run a user can need).
         n_cues: cue items (>= ``n_recalls``).
         n_recalls: recall triples per user (>= 1; the last one holds the validation and test items).
+        n_intro: introduction pairs per user (>= 0).
         min_gap: shortest filler run between two triples (>= 1).
         max_gap: longest filler run between two triples.
         max_lead: longest filler run before the first triple (>= 0).
@@ -189,12 +193,14 @@ def make_key_recall(n_users: int = 400, n_keys: int = 16, items_per_key: int = 1
     if n_keys < 2 or n_recalls < 1 or not 1 <= min_gap <= max_gap or max_lead < 0:
         raise ValueError(f"need n_keys >= 2, n_recalls >= 1, 1 <= min_gap <= max_gap and max_lead >= 0, got "
                          f"{n_keys}, {n_recalls}, {min_gap}, {max_gap}, {max_lead}")
-    if items_per_key < n_recalls or n_cues < n_recalls:
-        raise ValueError(f"items_per_key ({items_per_key}) and n_cues ({n_cues}) must be >= n_recalls "
-                         f"({n_recalls}): no item repeats within a user.")
-    if n_fillers < max_lead + (n_recalls - 1) * max_gap:
-        raise ValueError(f"n_fillers={n_fillers} is below the longest filler need "
-                         f"{max_lead + (n_recalls - 1) * max_gap}; raise it or shorten the gaps.")
+    if items_per_key <= n_intro + n_recalls or n_cues < n_recalls or n_intro < 0:
+        raise ValueError(f"need items_per_key ({items_per_key}) > n_intro + n_recalls ({n_intro} + "
+                         f"{n_recalls}), n_cues ({n_cues}) >= n_recalls and n_intro >= 0: no item repeats "
+                         "within a user.")
+    need = max_lead + (n_recalls - (0 if n_intro else 1)) * max_gap
+    if n_fillers < need:
+        raise ValueError(f"n_fillers={n_fillers} is below the longest filler need {need}; raise it or "
+                         "shorten the gaps.")
     rng = np.random.default_rng(seed)
     n_key_items = n_keys * items_per_key
     cue0, filler0 = n_key_items, n_key_items + n_cues  # raw ids: key items, then cues, then fillers
@@ -207,18 +213,24 @@ def make_key_recall(n_users: int = 400, n_keys: int = 16, items_per_key: int = 1
     keys = np.empty((n_users, 2), dtype=np.int64)
     for u in range(n_users):
         keys[u] = rng.choice(n_keys, size=2, replace=False)
-        key_draws = [keys[u, j] * items_per_key + rng.permutation(items_per_key)[:n_recalls] for j in (0, 1)]
-        cues = cue0 + rng.permutation(n_cues)[:n_recalls]
-        gaps = rng.integers(min_gap, max_gap + 1, size=n_recalls - 1)
-        runs = [int(rng.integers(0, max_lead + 1)), *gaps.tolist()]
+        key_draws = [(keys[u, j] * items_per_key
+                      + rng.permutation(items_per_key)[:n_intro + n_recalls]).tolist() for j in (0, 1)]
+        cues = (cue0 + rng.permutation(n_cues)[:n_recalls]).tolist()
+        runs = [int(rng.integers(0, max_lead + 1)),
+                *rng.integers(min_gap, max_gap + 1, size=n_recalls - (0 if n_intro else 1)).tolist()]
         fillers = (filler0 + rng.permutation(n_fillers)[:sum(runs)]).tolist()
-        seq: list[int] = []
-        role: list[int] = []
+        seq: list[int] = fillers[:runs[0]]
+        role = [ROLE_FILLER] * runs[0]
+        for i in range(n_intro):  # the introduction: key pairs, after the lead
+            seq += [key_draws[0][n_recalls + i], key_draws[1][n_recalls + i]]
+            role += [ROLE_FIRST, ROLE_SECOND]
+        used = runs[0]
+        gap_runs = runs[1:] if n_intro else [0, *runs[1:]]  # fillers before each triple
         for r in range(n_recalls):
-            seq += fillers[:runs[r]]
-            fillers = fillers[runs[r]:]
-            role += [ROLE_FILLER] * runs[r]
-            seq += [int(cues[r]), int(key_draws[0][r]), int(key_draws[1][r])]
+            seq += fillers[used:used + gap_runs[r]]
+            role += [ROLE_FILLER] * gap_runs[r]
+            used += gap_runs[r]
+            seq += [cues[r], key_draws[0][r], key_draws[1][r]]
             role += [ROLE_CUE, ROLE_FIRST, ROLE_SECOND]
         users.extend([u] * len(seq))
         items.extend(seq)

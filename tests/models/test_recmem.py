@@ -271,7 +271,8 @@ def _oracle_hits(data, window: int | None, position: int, k: int = 10) -> float:
 
 def test_key_recall_plants_a_dependence_beyond_the_window() -> None:
     """The held-out items' key cluster is readable from the whole history and not from the last 48 items:
-    an oracle reading everything ranks them in the top 10 always, one reading the window at chance."""
+    an oracle reading everything ranks them in the top 10 far above chance, one reading the window at
+    chance."""
     import numpy as np
 
     from recframe.data.synthetic_long import ROLE_CUE, ROLE_FIRST, ROLE_SECOND, make_key_recall
@@ -283,18 +284,20 @@ def test_key_recall_plants_a_dependence_beyond_the_window() -> None:
         assert len(set(items.tolist())) == len(items)  # no repeats
         roles = data.row_role[hist.indptr[u]:hist.indptr[u + 1]]
         assert roles[-3:].tolist() == [ROLE_CUE, ROLE_FIRST, ROLE_SECOND]
+        assert (roles == ROLE_FIRST).sum() == 6 + 4  # the introduction's pairs and the recall triples
         assert (data.item_key[items[roles == ROLE_FIRST]] == data.user_keys[u, 0]).all()
         assert (data.item_key[items[roles == ROLE_SECOND]] == data.user_keys[u, 1]).all()
         # nothing of either key in the 48 items before the final cue: the window cannot see the keys
         assert (data.item_key[items[-51:-3]] == -1).all()
-    unseen_keys = (data.item_kind == 2).sum() - 6  # key items a user has not seen at the end, at most
-    chance = 10 / unseen_keys
+    # 24 items a key, at most 10 of each key seen by the end: 14+ unseen items of the right key
+    chance = 10 / ((data.item_kind == 2).sum() - 20)
     for position in (2, 1):  # validation, test
-        assert _oracle_hits(data, None, position) == 1.0
-        assert _oracle_hits(data, 48, position) < 3 * chance
-    # a window just long enough to hold the previous triple recovers the keys
-    assert _oracle_hits(data, 200, 1) == 1.0
+        whole, window = _oracle_hits(data, None, position), _oracle_hits(data, 48, position)
+        assert whole > 0.5 and whole > 8 * window, (whole, window)
+        assert window < 3 * chance, (window, chance)
+        # a window long enough to hold the previous triple reads the same keys
+        assert _oracle_hits(data, 200, position) == whole
     np.testing.assert_array_equal(make_key_recall(n_users=5, seed=1).interactions.histories.items,
                                   make_key_recall(n_users=5, seed=1).interactions.histories.items)
     with pytest.raises(ValueError, match="n_recalls"):
-        make_key_recall(items_per_key=3, n_recalls=4)
+        make_key_recall(items_per_key=10, n_recalls=4)
