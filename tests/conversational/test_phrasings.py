@@ -81,6 +81,13 @@ def test_held_out_rejections_hold_none_of_the_seen_cue_words() -> None:
         assert not words & (CUE_WORDS | SEEN_WORDS), (turn.text, words & (CUE_WORDS | SEEN_WORDS))
 
 
+def test_query_repair_flags_no_user_clause_under_held_out_wording() -> None:
+    for d in HELD.dialogues:
+        for turn in d.turns:
+            if turn.role == "user":
+                assert not any(is_complaint(c) for c in clauses(turn.text)), turn.text
+
+
 def test_only_the_rejection_wording_differs() -> None:
     assert HELD.pois == SEEN.pois and HELD.reviews == SEEN.reviews
     changed = 0
