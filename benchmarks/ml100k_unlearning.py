@@ -32,7 +32,7 @@ from recframe.checkpoint_io import atomic_write
 from recframe.unlearning.cli import load_config
 from recframe.unlearning.concepts import parse_concept
 from recframe.unlearning.pipeline import data_settings, load_generative, report_table, run_unlearning
-from recframe.unlearning.selection import EXPOSURE_FLOOR, choose_settings, expand_grid
+from recframe.unlearning.selection import EXPOSURE_FLOOR, choose_settings, expand_grid, grid_sizes
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_CONFIG = "configs/decoder_collab_ml100k.yaml"
@@ -47,22 +47,45 @@ SMOKE_METHODS = {
 SMOKE_CONCEPTS = ('genre == "Horror"', "year < 1990")
 #: ``--tune``: each method's settings tried on validation (recframe.unlearning.selection chooses one); the
 #: learning rate is the fine-tuning methods' main knob (a factor of ~3 around the configs' 1e-4), the masking
-#: threshold suppression's; ``tracer@no_reassign`` is TRACER without its code reassignment, tuned alike
+#: threshold suppression's; ``tracer@no_reassign`` is TRACER without its code reassignment, tuned alike. Every
+#: method gets the same number of settings (3: GA, NPO, TRACER and the ablation 3 learning rates each,
+#: suppression 3 thresholds); a grid or a merge that gives one method more is refused.
 LRS = (3e-5, 1e-4, 3e-4)
 THRESHOLDS = (0.3, 0.5, 0.7)
-TUNE_EXTRA = {"tracer@no_reassign": {"reassign": False}}
+#: exclusive roots sampled per step by the ablation: without reassignment every forget item is its own root
+#: (92-179), and the exact concept unlikelihood took over ten times TRACER's fine-tuning time
+ABLATION_ROOT_SAMPLE = 16
+TUNE_EXTRA = {"tracer@no_reassign": {"reassign": False, "root_sample": ABLATION_ROOT_SAMPLE}}
 
 
 def tune_grid(
     lrs: tuple[float, ...] = LRS, thresholds: tuple[float, ...] = THRESHOLDS
 ) -> dict[str, tuple[dict[str, Any], ...]]:
-    """The ``--tune`` grid: ``lrs`` for every fine-tuning method, ``thresholds`` for suppression."""
+    """The ``--tune`` grid: ``lrs`` for every fine-tuning method, ``thresholds`` for suppression.
+
+    Raises:
+        ValueError: ``lrs`` and ``thresholds`` differ in length (every method gets as many settings).
+    """
+    if len(lrs) != len(thresholds):
+        raise ValueError(
+            f"--lrs gives {len(lrs)} settings and --thresholds {len(thresholds)}; give every method the same "
+            "number of settings to choose from (e.g. 3 and 3)"
+        )
     points = tuple({"lr": lr} for lr in lrs)
     return {"ga": points, "npo": points, "suppression": tuple({"threshold": t} for t in thresholds),
             "tracer": points, "tracer@no_reassign": points}
 
 
 TUNE_GRID = tune_grid()
+
+
+def device_summary() -> str:
+    """Where this process trains: Lightning fits (the original, the retrain reference) on the GPU when one
+    is visible, the fine-tuning methods and every evaluation on the CPU (the checkpoints load there)."""
+    if torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        return f"cuda:0 {name} (original and retrain fits); cpu (methods, evaluation)"
+    return "cpu"
 
 
 def train_original(config: str, extra: list[str]) -> tuple[str, dict[str, Any]]:
@@ -166,7 +189,14 @@ def merge_tuned(payloads: list[dict[str, Any]]) -> dict[str, Any]:
                     target.setdefault(name, row)
             for name, detail in report["details"].items():
                 merged["details"].setdefault(name, detail)
-    for report in out["concepts"].values():
+    for text, report in out["concepts"].items():
+        sizes = grid_sizes(report["rows_by_stage"]["valid"])
+        if len(set(sizes.values())) > 1:
+            raise SystemExit(
+                f"--merge: concept {text!r}: the merged grid gives the methods different numbers of settings "
+                f"({sizes}); extend every method's grid alike (the comparison needs equal grid sizes)"
+            )
+        report["grid_sizes"] = sizes
         report["rows"] = report["rows_by_stage"]["test"]
         report["choice"] = choose_settings(report["rows_by_stage"]["valid"])
     return out
@@ -284,6 +314,11 @@ def main(argv: list[str] | None = None) -> int:
         write_results(ns.results or "ml100k_unlearning_tuned", merged, md)
         print(md)
         return 0
+    if ns.tune:
+        try:
+            tune_grid(tuple(ns.lrs), tuple(ns.thresholds))
+        except ValueError as err:
+            parser.error(str(err))
     name = ns.results or ("ml100k_unlearning_tuned" if ns.tune else "ml100k_unlearning")
     stages = ("valid", "test") if ns.tune else ("test",)
 
@@ -338,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
             payload = {"checkpoint": str(checkpoint), "data": data_settings(load_generative(checkpoint)[1]),
                        "concepts": reports, "model_config": config, "original_fit": fit,
                        "seconds": round(time.perf_counter() - start, 1),
-                       "command": "python -m benchmarks.ml100k_unlearning --tune --from-saved"}
+                       "command": "python -m benchmarks.ml100k_unlearning --tune --from-saved",
+                       "device": "cpu (evaluation of the saved checkpoints)"}
             md = tuned_markdown(payload)
             write_results(name, payload, md)
             print(md)
@@ -347,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         def save_partial(partial: dict[str, Any]) -> None:
             from benchmarks.common import write_results
 
-            partial.update(model_config=config, original_fit=fit, partial=True,
+            partial.update(model_config=config, original_fit=fit, partial=True, device=device_summary(),
                            seconds=round(time.perf_counter() - start, 1))
             write_results(name, partial, render(partial))
 
@@ -363,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         payload["original_fit"] = fit
     payload.update(
         {
+            "device": device_summary(),
             "model_config": config,
             "seconds": round(time.perf_counter() - start, 1),
             "command": "python -m benchmarks.ml100k_unlearning" + (" --smoke" if ns.smoke else "")

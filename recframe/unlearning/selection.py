@@ -18,7 +18,9 @@ The rule (fixed before any run, the same for every method):
 3. If no variant is eligible, the one with the lowest exposure (the strongest forgetting on offer) wins,
    and the choice is flagged ``eligible: False``.
 
-The retrain reference and ``original`` are never tuned.
+The retrain reference and ``original`` are never tuned. Every method gets the same number of settings to
+choose from (a method with more settings has more chances to fit the validation split): :func:`grid_sizes`
+counts them, and the benchmarks refuse a grid whose families differ in size.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from recframe.unlearning.pipeline import method_kind
 
-__all__ = ["EXPOSURE_FLOOR", "choose_settings", "expand_grid", "variant_label"]
+__all__ = ["EXPOSURE_FLOOR", "choose_settings", "expand_grid", "grid_sizes", "variant_label"]
 
 #: the share of the original's validation exposure that counts as forgotten when the retrained model's
 #: exposure is lower still
@@ -68,6 +70,15 @@ def _family(name: str) -> str:
     """The grid a variant belongs to: the name up to its last ``@`` (``tracer@no_reassign@lr=1e-4`` ->
     ``tracer@no_reassign``)."""
     return name.rsplit("@", 1)[0] if "@" in name else name
+
+
+def grid_sizes(valid_rows: dict[str, Any]) -> dict[str, int]:
+    """Settings per grid family in a validation table (``original`` and ``retrain`` are not tuned)."""
+    sizes: dict[str, int] = {}
+    for name in valid_rows:
+        if name not in ("original", "retrain"):
+            sizes[_family(name)] = sizes.get(_family(name), 0) + 1
+    return sizes
 
 
 def choose_settings(valid_rows: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:

@@ -35,7 +35,25 @@ def test_merge_chooses_on_the_union_of_the_grids() -> None:
 
 
 def test_the_tune_grid_covers_every_configured_method_and_the_ablation() -> None:
-    methods = tune_methods({"retrain": {}, "ga": {"steps": 5}, "tracer": {"steps": 5}}, (1e-5,))
+    methods = tune_methods({"retrain": {}, "ga": {"steps": 5}, "tracer": {"steps": 5}}, (1e-5,), (0.5,))
     assert methods == {"retrain": {}, "ga@lr=1e-05": {"steps": 5, "lr": 1e-5},
                        "tracer@lr=1e-05": {"steps": 5, "lr": 1e-5},
-                       "tracer@no_reassign@lr=1e-05": {"steps": 5, "reassign": False, "lr": 1e-5}}
+                       "tracer@no_reassign@lr=1e-05": {"steps": 5, "reassign": False, "root_sample": 16,
+                                                       "lr": 1e-5}}
+
+
+def test_every_method_gets_the_same_grid_size() -> None:
+    from benchmarks.ml100k_unlearning import ABLATION_ROOT_SAMPLE, TUNE_GRID, tune_grid
+
+    assert {len(points) for points in TUNE_GRID.values()} == {3}
+    with pytest.raises(ValueError, match="same number of settings"):
+        tune_grid((1e-5, 3e-5, 1e-4, 3e-4), (0.3, 0.5, 0.7))
+    methods = tune_methods({"tracer": {"steps": 5}}, (1e-5,), (0.5,))
+    assert methods["tracer@no_reassign@lr=1e-05"]["root_sample"] == ABLATION_ROOT_SAMPLE
+    base = {"original": _row(0.05, 0.10), "retrain": _row(0.0, 0.09)}
+    one_each = {"ga@lr=3e-05": _row(0.0, 0.06), "suppression@threshold=0.5": _row(0.0, 0.1)}
+    first = _payload({**base, **one_each}, "a")
+    second = _payload({**base, "ga@lr=1e-05": _row(0.01, 0.08)}, "b")  # GA: 2 settings, suppression 1
+    with pytest.raises(SystemExit, match="different numbers of settings"):
+        merge_tuned([first, second])
+    assert merge_tuned([first])["concepts"]['genre == "Horror"']["grid_sizes"] == {"ga": 1, "suppression": 1}

@@ -1,0 +1,384 @@
+"""TRACER's verdict from paired per-user intervals, over seeds of the original model (issue 31, item 1).
+
+For each seed of the original model, every method runs on a validation grid of **the same size for every
+method** (:func:`equal_grid`: ``GRID_POINTS`` learning rates for gradient ascent, NPO, TRACER and TRACER
+without reassignment, as many thresholds for suppression), the setting of each is chosen on validation
+(:mod:`recframe.unlearning.selection`, forget first, then retain NDCG), and the chosen settings' test
+per-user retain NDCG@10 are compared user by user: TRACER against suppression, and TRACER against TRACER
+without reassignment, each as a 95 % paired bootstrap interval (``benchmarks.per_user.bootstrap_difference``)
+per seed and over the seeds (each user's difference averaged over the seeds first). The retrain-from-scratch
+reference (the selection rule's exposure target) trains with the original's seed.
+
+TRACER without reassignment has one exclusive root per forget item, so it runs with the sampled-root estimate
+of the concept unlikelihood (``root_sample``, :mod:`recframe.unlearning.tracer`). Where the exact ablation is
+affordable (``--scale synthetic``) it runs too (``tracer@no_reassign_exact``), as a check that the estimate
+does not change what the ablation finds.
+
+Scales:
+
+* ``synthetic`` (default; minutes at one CPU thread): a planted concept. Synthetic data (4 clusters; cluster
+  "Horror" is the concept, a quarter of the items), a one-layer decoder-only model on planted codes
+  (:func:`planted_codes`: every first code is shared by the concept and retain items, the fourth one is free,
+  and second-level nodes mix concept and retain items at random, so suppression's threshold matters), the
+  original trained with early stopping on validation (the same procedure as the retrain reference).
+  Writes ``benchmarks/results/unlearning_intervals_synthetic.{json,md}``.
+* ``ml100k``: the ML-100K concept configs on ``configs/decoder_collab_ml100k.yaml`` trained with
+  ``seed_everything`` 0, 1, 2 (its collaborative item table keeps ``collaborative_seed: 0``, so the SID table
+  is the same in every seed and only the decoder's seed changes). About 35 minutes per original model and 20
+  per retrain reference at one idle CPU thread, plus the grid; hours on a 2-core machine. An original model
+  already trained under ``runs/unlearning_intervals/`` is reused. Writes
+  ``benchmarks/results/ml100k_unlearning_intervals.{json,md}``.
+
+Run::
+
+    OMP_NUM_THREADS=1 python -m benchmarks.unlearning_intervals --scale synthetic
+    OMP_NUM_THREADS=1 python -m benchmarks.unlearning_intervals --scale ml100k --seeds 0 1 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchmarks.per_user import MISS, bootstrap_difference
+from recframe.unlearning.selection import EXPOSURE_FLOOR, choose_settings, expand_grid, grid_sizes
+
+ROOT = Path(__file__).resolve().parent.parent
+GRID_POINTS = 3
+#: exclusive roots sampled per step for TRACER without reassignment
+ROOT_SAMPLE = {"synthetic": 8, "ml100k": 16}
+THRESHOLDS = (0.3, 0.5, 0.7)
+LRS = {"synthetic": (3e-4, 1e-3, 3e-3), "ml100k": (3e-5, 1e-4, 3e-4)}
+#: the comparisons (alternative, baseline) the verdict rests on
+COMPARISONS = (("tracer", "suppression"), ("tracer", "tracer@no_reassign"))
+CHECK_COMPARISON = ("tracer@no_reassign_exact", "tracer@no_reassign")
+
+SYNTH = {"n_users": 1000, "n_items": 120, "n_clusters": 4, "mean_length": 14, "seed": 1, "seq_strength": 0.9}
+SYNTH_DATA = {"dataset": "synthetic", "synthetic": SYNTH, "split": "loo", "max_len": 8, "batch_size": 64,
+              "eval_batch_size": 256}
+SYNTH_MODEL = {"max_len": 8, "dim": 64, "n_layers": 1, "n_heads": 2, "inner": 128, "dropout": 0.1,
+               "normalize": "valid", "history_tokens": "items", "lr": 2e-3}
+SYNTH_TRAIN = {"max_epochs": 20, "patience": 2, "check_val_every_n_epoch": 1}
+SYNTH_LOOP = {"steps": 40, "batch_size": 32}
+SYNTH_CONCEPT = 'genre == "Horror"'
+
+MODEL_CONFIG = "configs/decoder_collab_ml100k.yaml"
+CONCEPTS = ("configs/unlearn_ml100k_horror.yaml", "configs/unlearn_ml100k_pre1970.yaml")
+
+
+# ------------------------------------------------------------------ the grid
+def equal_grid(
+    lrs: tuple[float, ...], thresholds: tuple[float, ...], root_sample: int, exact_ablation: bool = False
+) -> dict[str, tuple[dict[str, Any], ...]]:
+    """The validation grid: ``lrs`` for every fine-tuning family, ``thresholds`` for suppression.
+
+    Families: ``ga``, ``npo``, ``suppression``, ``tracer``, ``tracer@no_reassign`` (sampled roots) and, with
+    ``exact_ablation``, ``tracer@no_reassign_exact``.
+
+    Raises:
+        ValueError: ``lrs`` and ``thresholds`` differ in length (every method gets the same number of
+            settings to choose from).
+    """
+    if len(lrs) != len(thresholds):
+        raise ValueError(
+            f"the grid gives {len(lrs)} learning rates and {len(thresholds)} suppression thresholds; give "
+            "every method the same number of settings (e.g. 3 and 3)"
+        )
+    lr_points = tuple({"lr": float(lr)} for lr in lrs)
+    grid: dict[str, tuple[dict[str, Any], ...]] = {
+        "ga": lr_points, "npo": lr_points, "suppression": tuple({"threshold": float(t)} for t in thresholds),
+        "tracer": lr_points, "tracer@no_reassign": lr_points,
+    }
+    if exact_ablation:
+        grid["tracer@no_reassign_exact"] = lr_points
+    return grid
+
+
+def grid_methods(
+    methods: dict[str, dict[str, Any]], grid: dict[str, tuple[dict[str, Any], ...]], root_sample: int
+) -> dict[str, dict[str, Any]]:
+    """A concept's ``methods`` with the ablation families added and every family expanded on ``grid``."""
+    extra = {"tracer@no_reassign": {"reassign": False, "root_sample": int(root_sample)},
+             "tracer@no_reassign_exact": {"reassign": False}}
+    base = {**methods, **{k: v for k, v in extra.items() if k in grid}}
+    return expand_grid(base, grid)
+
+
+# ------------------------------------------------------------------ synthetic scale
+def planted_codes(n_items: int, seed: int = 0, group: int = 5) -> tuple[np.ndarray, tuple[int, int, int]]:
+    """Codes ``[n_items + 1, 3]`` and codebook sizes: items in a fixed random order ``p``, first code
+    ``p % 3`` (the fourth first code is left free), second ``(p // 3) // group``, third ``(p // 3) % group``.
+
+    The first codes are shared by every cluster, and each second-level node holds ``group`` items drawn
+    without regard to the concept, so nodes mix concept and retain items in varying shares.
+    """
+    order = np.random.default_rng(seed).permutation(n_items)
+    per_root = -(-n_items // 3)
+    codes = np.zeros((n_items + 1, 3), dtype=np.int64)
+    codes[1 + order] = np.stack([np.arange(n_items) % 3, (np.arange(n_items) // 3) // group,
+                                 (np.arange(n_items) // 3) % group], axis=1)
+    return codes, (4, -(-per_root // group), group)
+
+
+def synthetic_original(
+    seed: int, data: dict[str, Any], model_kw: dict[str, Any], train: dict[str, Any]
+) -> Any:
+    """The synthetic original model of ``seed``: planted codes, early stopping on validation (the retrain
+    reference's own procedure, on the full data)."""
+    from recframe.data.datamodule import RecDataModule
+    from recframe.models.generative import SIDDecoder
+    from recframe.unlearning.retrain import RetrainSettings, retrain_without
+
+    dm = RecDataModule(**data)
+    template = SIDDecoder(n_items=dm.n_items, n_users=dm.n_users, **model_kw)
+    codes, sizes = planted_codes(dm.n_items)
+    template.build_from_codes(codes, sizes)
+    return retrain_without(template, data, np.zeros(0, dtype=np.int64), RetrainSettings(seed=seed, **train))
+
+
+# ------------------------------------------------------------------ one seed
+def run_seed(
+    model: Any, ckpt: dict[str, Any], data: dict[str, Any], concept: str, methods: dict[str, dict[str, Any]],
+    eval_batch_size: int, save_dir: Path | None = None,
+) -> dict[str, Any]:
+    """Every method of ``methods`` on ``model`` for ``concept``, scored on validation and test with per-user
+    retain NDCG; the settings chosen on validation, and the chosen models' test ranks (compact)."""
+    from recframe.unlearning.concepts import parse_concept
+    from recframe.unlearning.pipeline import run_unlearning
+
+    report = run_unlearning(model, ckpt, data, parse_concept(concept), methods, save_dir=save_dir,
+                            eval_batch_size=eval_batch_size, stages=("valid", "test"), per_user=True,
+                            expect_fingerprint=(ckpt.get("recframe") or {}).get("data_fingerprint"))
+    choice = choose_settings(report["rows_by_stage"]["valid"])
+    test = report.pop("per_user")["test"]
+    keep = ["original", "retrain", *(c["chosen"] for c in choice.values())]
+    report["choice"] = choice
+    report["grid_sizes"] = grid_sizes(report["rows_by_stage"]["valid"])
+    report["test_users"] = test["users"]
+    report["test_top10_ranks"] = {n: rank_string(test["retain_ndcg@10"][n]) for n in keep
+                                  if n in test["retain_ndcg@10"]}
+    return report
+
+
+def rank_string(ndcg: Iterable[float]) -> str:
+    """Per-user leave-one-out NDCG@10 as one character per user: the 0-based rank, or ``MISS`` outside the
+    top 10 (``benchmarks.per_user``'s format; NDCG = 1 / log2(rank + 2), checked)."""
+    out = []
+    for value in ndcg:
+        if value <= 0:
+            out.append(MISS)
+            continue
+        rank = int(round(2 ** (1 / value) - 2))
+        if not 0 <= rank < 10 or abs(1 / np.log2(rank + 2) - value) > 1e-6:
+            raise ValueError(f"NDCG@10 {value} is not a leave-one-out value 1/log2(rank + 2)")
+        out.append(str(rank))
+    return "".join(out)
+
+
+def ndcg_of(ranks: str) -> np.ndarray:
+    """The per-user NDCG@10 of a :func:`rank_string`."""
+    return np.array([0.0 if c == MISS else 1.0 / np.log2(int(c) + 2) for c in ranks])
+
+
+# ------------------------------------------------------------------ the comparisons
+def compare(seeds: dict[str, dict[str, Any]], alternative: str, baseline: str) -> dict[str, Any]:
+    """``alternative - baseline`` (families, each at its chosen setting) in test retain NDCG@10, per user:
+    a paired interval per seed and over the seeds (each user's difference averaged over them)."""
+    diffs, out = [], {"alternative": alternative, "baseline": baseline, "per_seed": {}}
+    for seed, report in seeds.items():
+        a, b = (report["choice"][f]["chosen"] for f in (alternative, baseline))
+        diff = ndcg_of(report["test_top10_ranks"][a]) - ndcg_of(report["test_top10_ranks"][b])
+        diffs.append(diff)
+        out["per_seed"][seed] = {"chosen": [a, b], **bootstrap_difference(diff, seed=0)}
+    if len({len(d) for d in diffs}) != 1 or len({tuple(r["test_users"]) for r in seeds.values()}) != 1:
+        raise ValueError("the seeds' retain test users differ; the pooled interval needs the same users")
+    out["pooled"] = bootstrap_difference(np.mean(diffs, axis=0), seed=0)
+    return out
+
+
+def verdict_line(result: dict[str, Any]) -> str:
+    """One line: the pooled mean with its interval, and how many seeds' intervals exclude 0 either way."""
+    pooled = result["pooled"]
+    low, high = pooled["ci95"]
+    above = sum(r["ci95"][0] > 0 for r in result["per_seed"].values())
+    below = sum(r["ci95"][1] < 0 for r in result["per_seed"].values())
+    reading = "higher" if low > 0 else "lower" if high < 0 else "not distinguishable"
+    return (f"{result['alternative']} - {result['baseline']}: {pooled['mean']:+.4f} "
+            f"[{low:+.4f}, {high:+.4f}] over {pooled['users']} users ({reading}); seeds with the interval "
+            f"above 0: {above}, below 0: {below}, of {len(result['per_seed'])}")
+
+
+# ------------------------------------------------------------------ the report
+def markdown(payload: dict[str, Any]) -> str:
+    cols = ["exposure@10", "forget_recall@10", "retain_ndcg@10", "retain_ndcg@10_rel"]
+    lines = [f"# TRACER: paired per-user intervals over seeds ({payload['scale']})\n",
+             f"Command: `{payload['command']}`; device {payload['device']}; {payload['seconds']:.0f} s. "
+             f"Grid: {payload['grid_points']} settings per method (sizes per family: "
+             f"{payload['grid_sizes']}); chosen on validation (exposure@10 at most max(retrain's, "
+             f"{EXPOSURE_FLOOR:g} x original's), then the highest retain NDCG@10). Test split; intervals: "
+             "95 % paired bootstrap over the retain test users (5000 draws), pooled = each user's difference "
+             "averaged over the seeds first.\n"]
+    for concept, block in payload["concepts"].items():
+        lines.append(f"## Concept `{concept}`\n")
+        for result in block["comparisons"]:
+            lines.append(f"- {verdict_line(result)}")
+        if block.get("check"):
+            lines.append(f"- estimate check: {verdict_line(block['check'])}")
+        lines += ["", "| seed | method | chosen | " + " | ".join(cols) + " |", "|---" * (len(cols) + 3) + "|"]
+        for seed, report in block["seeds"].items():
+            test = report["rows_by_stage"]["test"]
+            names = [("original", "original"), ("retrain", "retrain"),
+                     *((f, c["chosen"]) for f, c in report["choice"].items())]
+            for family, name in names:
+                row = test[name]
+                setting = name.rsplit("@", 1)[1] if "@" in name and name != family else "–"
+                cells = " | ".join(f"{row[c]:.4f}" if isinstance(row.get(c), float) else "–" for c in cols)
+                lines.append(f"| {seed} | {family} | {setting} | {cells} |")
+        lines.append("")
+        for result in block["comparisons"] + ([block["check"]] if block.get("check") else []):
+            lines.append(f"Per seed, {result['alternative']} - {result['baseline']}:\n")
+            for seed, r in result["per_seed"].items():
+                lines.append(f"- seed {seed} ({r['chosen'][0]} vs {r['chosen'][1]}): {r['mean']:+.4f} "
+                             f"[{r['ci95'][0]:+.4f}, {r['ci95'][1]:+.4f}]")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def concept_block(seeds: dict[str, dict[str, Any]], exact_ablation: bool) -> dict[str, Any]:
+    """The comparisons of one concept over its seeds' reports."""
+    block = {"seeds": seeds, "comparisons": [compare(seeds, a, b) for a, b in COMPARISONS]}
+    if exact_ablation:
+        block["check"] = compare(seeds, *CHECK_COMPARISON)
+    return block
+
+
+def device_name() -> str:
+    """Where this process trains: the Lightning fits (originals, retrain references) on the GPU when one is
+    visible, the fine-tuning methods and the evaluation on the CPU. Every seed and both arms of every
+    comparison run in this one process, so they share these devices."""
+    if torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        return f"cuda:0 {name} (original and retrain fits); cpu (methods, evaluation)"
+    return "cpu"
+
+
+def run_synthetic(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[float, ...], root_sample: int,
+                  log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The synthetic scale (module docstring): every seed, one concept, with the exact ablation check."""
+    grid = equal_grid(lrs, thresholds, root_sample, exact_ablation=True)
+    by_seed = {}
+    for seed in seeds:
+        start = time.perf_counter()
+        model = synthetic_original(seed, SYNTH_DATA, SYNTH_MODEL, SYNTH_TRAIN)
+        loop = {**SYNTH_LOOP, "seed": seed}
+        methods = grid_methods({"retrain": {**SYNTH_TRAIN, "seed": seed}, "ga": loop, "npo": loop,
+                                "suppression": {}, "tracer": loop}, grid, root_sample)
+        by_seed[str(seed)] = run_seed(model, {}, SYNTH_DATA, SYNTH_CONCEPT, methods, 256)
+        log(f"seed {seed}: {time.perf_counter() - start:.0f} s")
+    return {SYNTH_CONCEPT: concept_block(by_seed, exact_ablation=True)}
+
+
+def ml100k_original(seed: int) -> str:
+    """The run folder of ``configs/decoder_collab_ml100k.yaml`` trained with ``seed`` (trained here unless a
+    best checkpoint is already there)."""
+    from recframe.checkpoint_io import CheckpointError, best_checkpoint
+    from recframe.runs import fit_and_test
+
+    folder = ROOT / "runs" / "unlearning_intervals" / f"decoder_collab_ml100k_seed{seed}"
+    try:
+        return str(best_checkpoint(folder))
+    except (CheckpointError, FileNotFoundError):
+        pass
+    result = fit_and_test(ROOT / MODEL_CONFIG, ["--seed_everything", str(seed),
+                                                "--trainer.logger.init_args.save_dir", str(folder.parent),
+                                                "--trainer.logger.init_args.name", folder.name])
+    if not result["best_checkpoint"]:
+        raise SystemExit(f"{MODEL_CONFIG} seed {seed}: the fit left no best-validation checkpoint")
+    return str(result["best_checkpoint"])
+
+
+def run_ml100k(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[float, ...], root_sample: int,
+               concepts: list[str], log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The ML-100K scale (module docstring): every concept config on every seed's original model."""
+    from recframe.unlearning.cli import load_config
+    from recframe.unlearning.pipeline import data_settings, load_generative
+
+    grid = equal_grid(lrs, thresholds, root_sample)
+    cfgs = [load_config(ROOT / c) for c in concepts]
+    out: dict[str, dict[str, Any]] = {cfg["concept"].text: {} for cfg in cfgs}
+    for seed in seeds:
+        model, ckpt = load_generative(ml100k_original(seed))
+        data = data_settings(ckpt)
+        for cfg in cfgs:
+            text = cfg["concept"].text
+            methods = {k: dict(v or {}) for k, v in cfg["methods"].items()}
+            methods["retrain"] = {**methods.get("retrain", {}), "seed": seed}
+            slug = "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
+            save = ROOT / "runs" / "unlearning_intervals" / f"seed{seed}" / slug
+            save.mkdir(parents=True, exist_ok=True)
+            out[text][str(seed)] = run_seed(model, ckpt, data, text, grid_methods(methods, grid, root_sample),
+                                            int(cfg.get("eval_batch_size") or 64), save_dir=save)
+            log(f"seed {seed}, {text}: done")
+    return {text: concept_block(seeds_, exact_ablation=False) for text, seeds_ in out.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", choices=("synthetic", "ml100k"), default="synthetic")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--lrs", nargs="+", type=float,
+                        help="the fine-tuning methods' grid (default per scale)")
+    parser.add_argument("--thresholds", nargs="+", type=float, default=list(THRESHOLDS))
+    parser.add_argument("--root-sample", type=int,
+                        help="roots per step without reassignment (default per scale)")
+    parser.add_argument("--concepts", nargs="+", default=list(CONCEPTS), metavar="CONFIG",
+                        help="with --scale ml100k: the concept configs")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--results", metavar="NAME", help="result name under benchmarks/results")
+    ns = parser.parse_args(argv)
+    torch.set_num_threads(ns.threads)
+    lrs = tuple(ns.lrs or LRS[ns.scale])
+    thresholds = tuple(ns.thresholds)
+    root_sample = ns.root_sample if ns.root_sample is not None else ROOT_SAMPLE[ns.scale]
+    try:
+        equal_grid(lrs, thresholds, root_sample)
+    except ValueError as err:
+        parser.error(str(err))
+    start = time.perf_counter()
+    if ns.scale == "synthetic":
+        concepts = run_synthetic(ns.seeds, lrs, thresholds, root_sample)
+    else:
+        concepts = run_ml100k(ns.seeds, lrs, thresholds, root_sample, ns.concepts)
+    sizes = {f: s for block in concepts.values() for r in block["seeds"].values()
+             for f, s in r["grid_sizes"].items()}
+    payload = {
+        "scale": ns.scale, "seeds": ns.seeds, "device": device_name(), "threads": ns.threads,
+        "grid_points": len(lrs), "grid_sizes": sizes, "lrs": list(lrs), "thresholds": list(thresholds),
+        "root_sample": root_sample, "seconds": round(time.perf_counter() - start, 1),
+        "command": "python -m benchmarks.unlearning_intervals "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "concepts": concepts,
+    }
+    if ns.scale == "synthetic":
+        payload.update(data=SYNTH_DATA, model=SYNTH_MODEL, train=SYNTH_TRAIN, loop=SYNTH_LOOP)
+    else:
+        payload["model_config"] = MODEL_CONFIG
+    from benchmarks.common import write_results
+
+    md = markdown(payload)
+    name = ns.results or ("unlearning_intervals_synthetic" if ns.scale == "synthetic"
+                          else "ml100k_unlearning_intervals")
+    write_results(name, payload, md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

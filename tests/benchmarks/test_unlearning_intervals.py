@@ -1,0 +1,87 @@
+"""benchmarks.unlearning_intervals: equal grids, planted codes, compact per-user ranks, paired comparisons
+over seeds, and the whole synthetic pipeline at a tiny size."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import benchmarks.common
+import benchmarks.unlearning_intervals as ui
+from recframe.unlearning.selection import grid_sizes
+
+
+def test_every_method_gets_the_same_number_of_settings() -> None:
+    grid = ui.equal_grid((1e-4, 1e-3, 1e-2), (0.3, 0.5, 0.7), 8, exact_ablation=True)
+    assert {len(points) for points in grid.values()} == {3}
+    assert set(grid) == {"ga", "npo", "suppression", "tracer", "tracer@no_reassign",
+                         "tracer@no_reassign_exact"}
+    with pytest.raises(ValueError, match="same number of settings"):
+        ui.equal_grid((1e-4, 1e-3), (0.3, 0.5, 0.7), 8)
+    methods = ui.grid_methods({"retrain": {}, "ga": {"steps": 5}, "suppression": {}, "tracer": {"steps": 5},
+                               "npo": {}}, grid, 8)
+    assert methods["tracer@no_reassign@lr=0.001"] == {"steps": 5, "reassign": False, "root_sample": 8,
+                                                      "lr": 1e-3}
+    assert methods["tracer@no_reassign_exact@lr=0.001"] == {"steps": 5, "reassign": False, "lr": 1e-3}
+    sizes = grid_sizes({"original": {}, "retrain": {}, **{name: {} for name in methods if name != "retrain"}})
+    assert set(sizes.values()) == {3} and len(sizes) == 6
+
+
+def test_planted_codes_share_first_codes_and_leave_one_free() -> None:
+    codes, sizes = ui.planted_codes(60)
+    assert sizes == (4, 4, 5)
+    assert len({tuple(r) for r in codes[1:]}) == 60 and (codes[1:] < np.array(sizes)).all()
+    assert set(codes[1:, 0].tolist()) == {0, 1, 2}
+
+
+def test_rank_strings_round_trip_and_refuse_other_values() -> None:
+    values = [0.0, 1.0, 1 / np.log2(5), 1 / np.log2(11)]
+    assert ui.rank_string(values) == "-039"
+    np.testing.assert_allclose(ui.ndcg_of("-039"), values)
+    with pytest.raises(ValueError, match="leave-one-out"):
+        ui.rank_string([0.7])
+
+
+def _report(a: str, b: str) -> dict:
+    return {"choice": {"tracer": {"chosen": "tracer@lr=1"}, "suppression": {"chosen": "suppression@t=1"}},
+            "test_users": [1, 2, 3, 4], "test_top10_ranks": {"tracer@lr=1": a, "suppression@t=1": b}}
+
+
+def test_compare_pairs_users_per_seed_and_pools_over_seeds() -> None:
+    seeds = {"0": _report("00--", "0-0-"), "1": _report("0000", "----")}
+    result = ui.compare(seeds, "tracer", "suppression")
+    assert result["per_seed"]["0"]["mean"] == pytest.approx(0.0)
+    assert result["per_seed"]["1"]["mean"] == pytest.approx(1.0) and result["per_seed"]["1"]["significant"]
+    assert result["pooled"]["mean"] == pytest.approx(0.5) and result["pooled"]["users"] == 4
+    assert "seeds with the interval above 0: 1, below 0: 0, of 2" in ui.verdict_line(result)
+    seeds["1"]["test_users"] = [1, 2, 3, 5]
+    with pytest.raises(ValueError, match="same users"):
+        ui.compare(seeds, "tracer", "suppression")
+
+
+def test_the_synthetic_pipeline_at_a_tiny_size(tmp_path, monkeypatch) -> None:
+    torch.set_num_threads(1)
+    synth = {**ui.SYNTH, "n_users": 150, "n_items": 60}
+    monkeypatch.setattr(ui, "SYNTH_DATA", {**ui.SYNTH_DATA, "synthetic": synth})
+    monkeypatch.setattr(ui, "SYNTH_TRAIN", {"max_epochs": 1, "patience": 0, "check_val_every_n_epoch": 1})
+    monkeypatch.setattr(ui, "SYNTH_LOOP", {"steps": 2, "batch_size": 8})
+    monkeypatch.setattr(benchmarks.common, "RESULTS", tmp_path)
+    assert ui.main(["--seeds", "0", "1", "--lrs", "1e-3", "--thresholds", "0.5", "--results", "tiny"]) == 0
+    payload = json.loads((tmp_path / "tiny.json").read_text())
+    assert payload["device"] == "cpu" and payload["grid_points"] == 1
+    assert set(payload["grid_sizes"].values()) == {1} and len(payload["grid_sizes"]) == 6
+    block = payload["concepts"][ui.SYNTH_CONCEPT]
+    assert [(c["alternative"], c["baseline"]) for c in block["comparisons"]] == list(ui.COMPARISONS)
+    for result in [*block["comparisons"], block["check"]]:
+        assert set(result["per_seed"]) == {"0", "1"}
+        low, high = result["pooled"]["ci95"]
+        assert low <= result["pooled"]["mean"] <= high
+    for report in block["seeds"].values():
+        assert report["details"]["tracer@lr=0.001"]["roots_per_step"] == 1  # reassigned: one root
+        ablation = report["details"]["tracer@no_reassign@lr=0.001"]
+        assert ablation["roots_per_step"] == ui.ROOT_SAMPLE["synthetic"] < ablation["exclusive_roots"]
+        assert len(report["test_top10_ranks"]["original"]) == report["test_cases"]["retain"]
+    assert "| 1 | tracer |" in (tmp_path / "tiny.md").read_text()
