@@ -329,6 +329,76 @@ def run_ml100k(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[float
     return {text: concept_block(seeds_, exact_ablation=False) for text, seeds_ in out.items()}
 
 
+def ablation_cost(steps: int, root_sample: int, concepts: list[str]) -> dict[str, Any]:
+    """Seconds per fine-tuning step of TRACER without reassignment on ML-100K, exact against sampled roots.
+
+    The step's cost does not depend on trained weights, so this needs no trained model: the decoder of
+    ``configs/decoder_collab_ml100k.yaml`` (its sizes) on random collision-free 3 x 64 codes (collaborative
+    codes need the SASRec item table), at its initial weights, with each concept's forget items (their
+    exclusive roots on these codes). ``steps`` steps per arm, the loop's default batch (64 + 64 examples).
+    """
+    import yaml
+
+    from recframe.data.datamodule import RecDataModule
+    from recframe.models.generative import SIDDecoder
+    from recframe.unlearning.cli import load_config
+    from recframe.unlearning.methods import FinetuneSettings
+    from recframe.unlearning.objectives import Examples
+    from recframe.unlearning.pipeline import forget_mask
+    from recframe.unlearning.tracer import TracerSettings, run_tracer
+
+    config = yaml.safe_load((ROOT / MODEL_CONFIG).read_text())
+    kw = {k: v for k, v in config["model"]["init_args"].items()
+          if k in ("history_tokens", "normalize", "dim", "n_layers", "n_heads", "inner", "dropout", "lr")}
+    data = config["data"]
+    dm = RecDataModule(**data)
+    rng = np.random.default_rng(0)
+    flat = rng.choice(64**3, size=dm.n_items, replace=False)
+    codes = np.concatenate([np.zeros((1, 3), dtype=np.int64),
+                            np.stack([flat // 4096, (flat // 64) % 64, flat % 64], axis=1)])
+    torch.manual_seed(0)
+    model = SIDDecoder(n_items=dm.n_items, n_users=dm.n_users, max_len=data["max_len"], **kw)
+    model.build_from_codes(codes, (64, 64, 64))
+    loop = FinetuneSettings(steps=steps)
+    out: dict[str, Any] = {"steps": steps, "batch_size": loop.batch_size, "root_sample": root_sample}
+    for path in concepts:
+        cfg = load_config(ROOT / path)
+        forget = forget_mask(cfg["concept"], dm)
+        f_ex, r_ex = Examples.from_histories(dm.split.train.histories, dm.max_len).split(forget)
+        arms = {}
+        sampled = TracerSettings(reassign=False, root_sample=root_sample)
+        for label, tracer in (("reassigned", TracerSettings()),
+                              ("no_reassign_exact", TracerSettings(reassign=False)),
+                              ("no_reassign_sampled", sampled)):
+            start = time.perf_counter()
+            _, info = run_tracer(model, forget, f_ex, r_ex, loop, tracer)
+            arms[label] = {"seconds_per_step": round((time.perf_counter() - start) / steps, 3),
+                           "exclusive_roots": info["exclusive_roots"],
+                           "roots_per_step": info["roots_per_step"]}
+        out[cfg["concept"].text] = arms
+    return out
+
+
+def cost_markdown(payload: dict[str, Any]) -> str:
+    """The table of :func:`ablation_cost`."""
+    cost = payload["cost"]
+    lines = [
+        "# TRACER without reassignment: the cost of a fine-tuning step on ML-100K\n",
+        f"Command: `{payload['command']}`; device {payload['device']}; {cost['steps']} steps of "
+        f"{cost['batch_size']} + {cost['batch_size']} examples per arm, the decoder of `{MODEL_CONFIG}` on "
+        "random 3 x 64 codes (the cost does not depend on the weights).\n",
+        "| concept | arm | exclusive roots | roots per step | seconds per step |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for concept, arms in cost.items():
+        if not isinstance(arms, dict):
+            continue
+        for arm, row in arms.items():
+            lines.append(f"| `{concept}` | {arm} | {row['exclusive_roots']} | {row['roots_per_step']} | "
+                         f"{row['seconds_per_step']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=("synthetic", "ml100k"), default="synthetic")
@@ -340,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="roots per step without reassignment (default per scale)")
     parser.add_argument("--concepts", nargs="+", default=list(CONCEPTS), metavar="CONFIG",
                         help="with --scale ml100k: the concept configs")
+    parser.add_argument("--ablation-cost", type=int, metavar="STEPS",
+                        help="instead: time STEPS fine-tuning steps of the ML-100K ablation, exact against "
+                             "sampled roots (writes ml100k_unlearning_ablation_cost)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--results", metavar="NAME", help="result name under benchmarks/results")
     ns = parser.parse_args(argv)
@@ -352,6 +425,18 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     start = time.perf_counter()
+    command = "python -m benchmarks.unlearning_intervals " + " ".join(sys.argv[1:] if argv is None else argv)
+    if ns.ablation_cost:
+        from benchmarks.common import write_results
+
+        cost = {"device": device_name(), "threads": ns.threads, "command": command,
+                "cost": ablation_cost(ns.ablation_cost, ROOT_SAMPLE["ml100k"] if ns.root_sample is None
+                                      else ns.root_sample, ns.concepts)}
+        cost["seconds"] = round(time.perf_counter() - start, 1)
+        md = cost_markdown(cost)
+        write_results(ns.results or "ml100k_unlearning_ablation_cost", cost, md)
+        print(md)
+        return 0
     if ns.scale == "synthetic":
         concepts = run_synthetic(ns.seeds, lrs, thresholds, root_sample)
     else:
@@ -362,8 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         "scale": ns.scale, "seeds": ns.seeds, "device": device_name(), "threads": ns.threads,
         "grid_points": len(lrs), "grid_sizes": sizes, "lrs": list(lrs), "thresholds": list(thresholds),
         "root_sample": root_sample, "seconds": round(time.perf_counter() - start, 1),
-        "command": "python -m benchmarks.unlearning_intervals "
-        + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": command,
         "concepts": concepts,
     }
     if ns.scale == "synthetic":

@@ -85,3 +85,11 @@ def test_the_synthetic_pipeline_at_a_tiny_size(tmp_path, monkeypatch) -> None:
         assert ablation["roots_per_step"] == ui.ROOT_SAMPLE["synthetic"] < ablation["exclusive_roots"]
         assert len(report["test_top10_ranks"]["original"]) == report["test_cases"]["retain"]
     assert "| 1 | tracer |" in (tmp_path / "tiny.md").read_text()
+
+
+def test_the_cost_table_lists_every_arm() -> None:
+    row = {"exclusive_roots": 91, "roots_per_step": 16, "seconds_per_step": 1.114}
+    cost = {"steps": 10, "batch_size": 64, "root_sample": 16, 'genre == "Horror"': {"sampled": row}}
+    payload = {"command": "c", "device": "cpu", "cost": cost}
+    md = ui.cost_markdown(payload)
+    assert '| `genre == "Horror"` | sampled | 91 | 16 | 1.11 |' in md and "10 steps of 64 + 64" in md
