@@ -254,7 +254,8 @@ def markdown(payload: dict[str, Any]) -> str:
 def concept_block(seeds: dict[str, dict[str, Any]], exact_ablation: bool) -> dict[str, Any]:
     """The comparisons of one concept over its seeds' reports."""
     block = {"seeds": seeds, "comparisons": [compare(seeds, a, b) for a, b in COMPARISONS]}
-    if exact_ablation:
+    if exact_ablation:  # the ablation's comparison once more against its exact arm, and the estimate's check
+        block["comparisons"].append(compare(seeds, "tracer", CHECK_COMPARISON[0]))
         block["check"] = compare(seeds, *CHECK_COMPARISON)
     return block
 

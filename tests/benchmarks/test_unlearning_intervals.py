@@ -74,7 +74,8 @@ def test_the_synthetic_pipeline_at_a_tiny_size(tmp_path, monkeypatch) -> None:
     assert payload["device"] == "cpu" and payload["grid_points"] == 1
     assert set(payload["grid_sizes"].values()) == {1} and len(payload["grid_sizes"]) == 6
     block = payload["concepts"][ui.SYNTH_CONCEPT]
-    assert [(c["alternative"], c["baseline"]) for c in block["comparisons"]] == list(ui.COMPARISONS)
+    assert [(c["alternative"], c["baseline"]) for c in block["comparisons"]] == [
+        *ui.COMPARISONS, ("tracer", "tracer@no_reassign_exact")]
     for result in [*block["comparisons"], block["check"]]:
         assert set(result["per_seed"]) == {"0", "1"}
         low, high = result["pooled"]["ci95"]
