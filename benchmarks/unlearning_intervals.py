@@ -3,7 +3,8 @@
 For each seed of the original model, every method runs on a validation grid of **the same size for every
 method** (:func:`equal_grid`: ``GRID_POINTS`` learning rates for gradient ascent, NPO, TRACER and TRACER
 without reassignment, as many thresholds for suppression), the setting of each is chosen on validation
-(:mod:`recframe.unlearning.selection`, forget first, then retain NDCG), and the chosen settings' test
+(:mod:`recframe.unlearning.selection`, forget first, then retain NDCG; the retrain reference and the
+fine-tuning loops take the original's seed), and the chosen settings' test
 per-user retain NDCG@10 are compared user by user: TRACER against suppression, and TRACER against TRACER
 without reassignment, each as a 95 % paired bootstrap interval (``benchmarks.per_user.bootstrap_difference``)
 per seed and over the seeds (each user's difference averaged over the seeds first). The retrain-from-scratch
@@ -286,43 +287,52 @@ def run_synthetic(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[fl
     return {SYNTH_CONCEPT: concept_block(by_seed, exact_ablation=True)}
 
 
-def ml100k_original(seed: int) -> str:
-    """The run folder of ``configs/decoder_collab_ml100k.yaml`` trained with ``seed`` (trained here unless a
-    best checkpoint is already there)."""
+def ml100k_original(seed: int, runs_dir: Path | None = None, config: str = MODEL_CONFIG) -> str:
+    """The best checkpoint of ``config`` trained with ``seed`` in ``runs_dir/<config name>_seed<seed>``
+    (default ``runs/unlearning_intervals``), trained here unless a best checkpoint is already there."""
     from recframe.checkpoint_io import CheckpointError, best_checkpoint
     from recframe.runs import fit_and_test
 
-    folder = ROOT / "runs" / "unlearning_intervals" / f"decoder_collab_ml100k_seed{seed}"
-    try:
-        return str(best_checkpoint(folder))
-    except (CheckpointError, FileNotFoundError):
-        pass
-    result = fit_and_test(ROOT / MODEL_CONFIG, ["--seed_everything", str(seed),
-                                                "--trainer.logger.init_args.save_dir", str(folder.parent),
-                                                "--trainer.logger.init_args.name", folder.name])
+    runs_dir = runs_dir or ROOT / "runs" / "unlearning_intervals"
+    folder = runs_dir / f"{Path(config).stem}_seed{seed}"
+    if folder.is_dir():
+        try:
+            return str(best_checkpoint(folder))
+        except CheckpointError:
+            pass
+    result = fit_and_test(ROOT / config, ["--seed_everything", str(seed),
+                                          "--trainer.logger.init_args.save_dir", str(runs_dir),
+                                          "--trainer.logger.init_args.name", folder.name])
     if not result["best_checkpoint"]:
-        raise SystemExit(f"{MODEL_CONFIG} seed {seed}: the fit left no best-validation checkpoint")
+        raise SystemExit(f"{config} seed {seed}: the fit left no best-validation checkpoint")
     return str(result["best_checkpoint"])
 
 
 def run_ml100k(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[float, ...], root_sample: int,
-               concepts: list[str], log: Callable[[str], None] = print) -> dict[str, Any]:
-    """The ML-100K scale (module docstring): every concept config on every seed's original model."""
+               concepts: list[str], log: Callable[[str], None] = print, runs_dir: Path | None = None,
+               config: str = MODEL_CONFIG) -> dict[str, Any]:
+    """The ML-100K scale (module docstring): every concept config on every seed's original model of
+    ``config``; the retrain reference and the fine-tuning loops take the seed too (as at the synthetic
+    scale). Originals and unlearned checkpoints go under ``runs_dir`` (default
+    ``runs/unlearning_intervals``)."""
     from recframe.unlearning.cli import load_config
     from recframe.unlearning.pipeline import data_settings, load_generative
 
+    runs_dir = runs_dir or ROOT / "runs" / "unlearning_intervals"
     grid = equal_grid(lrs, thresholds, root_sample)
     cfgs = [load_config(ROOT / c) for c in concepts]
     out: dict[str, dict[str, Any]] = {cfg["concept"].text: {} for cfg in cfgs}
     for seed in seeds:
-        model, ckpt = load_generative(ml100k_original(seed))
+        model, ckpt = load_generative(ml100k_original(seed, runs_dir, config))
         data = data_settings(ckpt)
         for cfg in cfgs:
             text = cfg["concept"].text
             methods = {k: dict(v or {}) for k, v in cfg["methods"].items()}
-            methods["retrain"] = {**methods.get("retrain", {}), "seed": seed}
+            for name in ("retrain", "ga", "npo", "tracer"):
+                if name in methods:
+                    methods[name] = {**methods[name], "seed": seed}
             slug = "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
-            save = ROOT / "runs" / "unlearning_intervals" / f"seed{seed}" / slug
+            save = runs_dir / f"seed{seed}" / slug
             save.mkdir(parents=True, exist_ok=True)
             out[text][str(seed)] = run_seed(model, ckpt, data, text, grid_methods(methods, grid, root_sample),
                                             int(cfg.get("eval_batch_size") or 64), save_dir=save)

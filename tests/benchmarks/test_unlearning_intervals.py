@@ -94,3 +94,25 @@ def test_the_cost_table_lists_every_arm() -> None:
     payload = {"command": "c", "device": "cpu", "cost": cost}
     md = ui.cost_markdown(payload)
     assert '| `genre == "Horror"` | sampled | 91 | 16 | 1.11 |' in md and "10 steps of 64 + 64" in md
+
+
+def test_the_ml100k_path_on_the_smoke_decoder(tmp_path) -> None:
+    """The --scale ml100k code path (train each seed's original from a config, run the concept configs, pair
+    the seeds) on the tiny synthetic smoke decoder; a second call reuses the trained originals."""
+    torch.set_num_threads(1)
+    concept = tmp_path / "concept.yaml"
+    concept.write_text(
+        'checkpoint: unused\nconcept: genre == "Horror"\neval_batch_size: 256\nmethods:\n'
+        "  retrain: {max_epochs: 1, patience: 0}\n  ga: {steps: 2, batch_size: 8}\n"
+        "  npo: {steps: 2, batch_size: 8}\n  suppression: {}\n  tracer: {steps: 2, batch_size: 8}\n")
+    runs = tmp_path / "runs"
+    config = "configs/smoke/sid_decoder.yaml"
+    out = ui.run_ml100k([0, 1], (1e-3,), (0.5,), 2, [str(concept)], log=lambda _: None, runs_dir=runs,
+                        config=config)
+    block = out['genre == "Horror"']
+    assert set(block["seeds"]) == {"0", "1"} and "check" not in block
+    assert [(c["alternative"], c["baseline"]) for c in block["comparisons"]] == list(ui.COMPARISONS)
+    seed1 = block["seeds"]["1"]["details"]
+    assert seed1["tracer@lr=0.001"]["settings"]["seed"] == 1 and seed1["ga@lr=0.001"]["settings"]["seed"] == 1
+    first = ui.ml100k_original(0, runs, config)
+    assert ui.ml100k_original(0, runs, config) == first  # reused, not trained again
