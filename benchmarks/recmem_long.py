@@ -5,6 +5,8 @@ Run (after ``recframe data prepare ml-100k``), each part writes its runs as they
 
     python -m benchmarks.recmem_long accuracy --data ml100k --models RecMem Truncation Full --seeds 0 1 2
     python -m benchmarks.recmem_long accuracy --data synthetic --models RecMem Truncation Full --seeds 0
+    python -m benchmarks.recmem_long accuracy --data planted --models Full Truncation RecMem --seeds 0 \
+        --points base lr5e-3 lr1e-3 drop0     # issue 31: the grid on the planted key-recall set
     python -m benchmarks.recmem_long stability     # 1,200-segment streams with the synthetic RecMem (seed 0)
     python -m benchmarks.recmem_long cost          # latency / peak memory per prediction vs history length
     python -m benchmarks.recmem_long render
@@ -22,6 +24,13 @@ the validation and test items) on all users. The three models share one code pat
   trimmed of all-padding columns before the forward pass (identical loss; positions count from the
   end), which only saves compute.
 * **Truncation**: SASRec reading the last 48 items: the same decoder-side token budget as RecMem.
+
+The planted set (``--data planted``, :func:`recframe.data.synthetic_long.make_key_recall`: 300 users of
+176-193 events) puts the held-out items' key cluster only in an introduction and recall triples at least
+49 events back, so a model reading the last 48 items is at chance there (``tests/models/test_recmem.py``
+checks it with oracles); it selects on validation Recall@10 and stops after 5 epochs without a new best.
+``GRID`` holds hyperparameter points that every model gets alike (issue 31: the same validation budget);
+``render`` picks each model's point by seed 0's best validation value and reports that point's seeds.
 
 Model selection is on validation only (the same user subset): the epoch with the best validation
 Recall@50 is kept, and training stops after ``patience`` (3) epochs without a new best (at most 40
@@ -52,9 +61,12 @@ import torch
 from tqdm import tqdm
 
 from benchmarks.common import RESULTS, write_results
-from benchmarks.per_user import BOOTSTRAP_SAMPLES
+from benchmarks.devices import devices, refusal
+from benchmarks.per_user import BOOTSTRAP_SAMPLES, bootstrap_difference
 from recframe.checkpoint_io import atomic_write
 from recframe.data.datamodule import RecDataModule
+from recframe.data.splits import Split, make_split
+from recframe.data.synthetic_long import make_key_recall
 from recframe.metrics import FullRankingEvaluator
 from recframe.metrics.ranking import target_ranks
 from recframe.models.recmem import RecMem, RecMemStream, rollout_sensitivity
@@ -80,7 +92,20 @@ DATA = {
                   "epochs": 30, "patience": 3,
                   "synthetic": {"n_users": 64, "n_clusters": 16, "items_per_cluster": 250, "min_events": 2000,
                                 "max_events": 2100, "seed": 0}},
+    # issue 31: planted key recalls (recframe.data.synthetic_long.make_key_recall), 176-193 events per user,
+    # the held-out items' key cluster shown only 49+ events back (beyond the 48-item window). One sequence
+    # per step for RecMem and Full (300 steps an epoch; at batch 4 full attention stayed at chance for 80
+    # epochs), truncation's ~2,300 windows at batch 8 (~290 steps)
+    "planted": {"dataset": "synthetic-key-recall", "long_len": 224, "min_interactions": 0, "loss_type": "ce",
+                "batch_size": {"RecMem": 1, "Full": 1, "Truncation": 8}, "epochs": 30, "patience": 5,
+                "select": "recall@10",
+                "key_recall": {"n_users": 300, "n_keys": 4, "n_fillers": 600, "n_cues": 3, "n_recalls": 3,
+                               "n_intro": 10, "min_gap": 49, "max_gap": 52, "max_lead": 8, "seed": 0}},
 }
+#: Hyperparameter grid (issue 31): every model gets the same points, chosen on validation only (seed 0's
+#: best-epoch validation Recall@50); the chosen point then trains seeds 1 and 2. Keys override ``COMMON``.
+GRID = {"base": {}, "lr5e-3": {"lr": 5e-3}, "lr1e-3": {"lr": 1e-3},
+        "drop0": {"dropout": 0.0, "attn_dropout": 0.0}}
 
 
 class FullSASRec(SASRec):
@@ -95,27 +120,44 @@ class FullSASRec(SASRec):
         return super().loss({k: v[:, -width:] for k, v in batch.items()})
 
 
-def build(name: str, data: str, n_items: int) -> tuple[Any, int, int | None]:
-    """The model, the datamodule's ``max_len`` and ``window_stride`` for model ``name``."""
+def build(name: str, data: str, n_items: int, point: str = "base") -> tuple[Any, int, int | None]:
+    """Model ``name`` at grid point ``point``, the datamodule's ``max_len`` and ``window_stride``."""
     spec = DATA[data]
-    loss = {"loss_type": spec["loss_type"], "n_negatives": 256}
+    if point not in GRID:
+        raise ValueError(f"unknown grid point {point!r}; use one of {', '.join(GRID)}")
+    hp = {**COMMON, **GRID[point], "loss_type": spec["loss_type"], "n_negatives": 256}
     if name == "RecMem":
         model = RecMem(n_items, max_len=spec["long_len"], segment_len=SEGMENT, n_slots=SLOTS,
-                       bptt_segments=32, **COMMON, **loss)
+                       bptt_segments=32, **hp)
         return model, spec["long_len"], None
     if name == "Full":
-        return FullSASRec(n_items, max_len=spec["long_len"], **COMMON, **loss), spec["long_len"], None
+        return FullSASRec(n_items, max_len=spec["long_len"], **hp), spec["long_len"], None
     if name == "Truncation":
-        return SASRec(n_items, max_len=BUDGET, **COMMON, **loss), BUDGET, BUDGET // 2
+        return SASRec(n_items, max_len=BUDGET, **hp), BUDGET, BUDGET // 2
     raise ValueError(f"unknown model {name!r}; use RecMem, Full or Truncation")
+
+
+class KeyRecallDataModule(RecDataModule):
+    """The datamodule over :func:`~recframe.data.synthetic_long.make_key_recall` (its keyword arguments as
+    ``synthetic``); every batch kind, split and evaluation view is the parent's."""
+
+    def _build_split(self) -> Split:
+        return make_split(make_key_recall(**(self.synthetic or {})).interactions, self.split_name,
+                          ratio=self.ratio)
 
 
 def datamodule(data: str, max_len: int, stride: int | None = None,
                model: str = "Truncation") -> RecDataModule:
     spec = DATA[data]
-    return RecDataModule(dataset=spec["dataset"], synthetic=spec.get("synthetic"), split="loo",
-                         max_len=max_len, window_stride=stride, batch_size=spec["batch_size"][model],
-                         eval_batch_size=32, eval_ks=KS)
+    kind = KeyRecallDataModule if "key_recall" in spec else RecDataModule
+    return kind(dataset=spec["dataset"], synthetic=spec.get("synthetic", spec.get("key_recall")), split="loo",
+                max_len=max_len, window_stride=stride, batch_size=spec["batch_size"][model],
+                eval_batch_size=32, eval_ks=KS)
+
+
+def run_name(data: str, name: str, seed: int, point: str = "base") -> str:
+    """File stem of one accuracy run (the base point keeps the first runs' names)."""
+    return f"acc_{data}_{name}_seed{seed}" if point == "base" else f"acc_{data}_{name}_{point}_seed{seed}"
 
 
 def long_users(dm: RecDataModule, min_interactions: int) -> np.ndarray:
@@ -157,8 +199,8 @@ class BestOnValidation(L.Callback):
     """
 
     def __init__(self, dm: RecDataModule, keep: np.ndarray, publish: Any,
-                 patience: int | None = None) -> None:
-        self.dm, self.keep, self.publish, self.patience = dm, keep, publish, patience
+                 patience: int | None = None, metric: str = "recall@50") -> None:
+        self.dm, self.keep, self.publish, self.patience, self.metric = dm, keep, publish, patience, metric
         self.best: tuple[float, int] | None = None
         self.curve: list[dict[str, float]] = []
         self.t0 = time.perf_counter()
@@ -167,20 +209,22 @@ class BestOnValidation(L.Callback):
         train_s = time.perf_counter() - self.t0
         metrics, _ = evaluate(pl_module, self.dm, "valid", self.keep)
         self.curve.append({"epoch": trainer.current_epoch, **metrics})
-        print(f"epoch {trainer.current_epoch}: valid recall@50 {metrics['recall@50']:.4f}", flush=True)
-        if self.best is None or metrics["recall@50"] > self.best[0]:
-            self.best = (metrics["recall@50"], trainer.current_epoch)
+        value = metrics[self.metric]
+        print(f"epoch {trainer.current_epoch}: valid {self.metric} {value:.4f}", flush=True)
+        if self.best is None or value > self.best[0]:
+            self.best = (value, trainer.current_epoch)
             self.publish(pl_module, self, train_s)
         elif self.patience is not None and trainer.current_epoch - self.best[1] >= self.patience:
             trainer.should_stop = True  # early stopping: no new best for `patience` epochs
         self.t0 += time.perf_counter() - self.t0 - train_s  # evaluation time is not training time
 
 
-def run_accuracy(data: str, name: str, seed: int, epochs: int | None) -> dict[str, Any]:
+def run_accuracy(data: str, name: str, seed: int, epochs: int | None, point: str = "base",
+                 patience: int | None = None) -> dict[str, Any]:
     spec = DATA[data]
     L.seed_everything(seed, workers=True)
     probe = datamodule(data, spec["long_len"])
-    model, max_len, stride = build(name, data, probe.n_items)
+    model, max_len, stride = build(name, data, probe.n_items, point)
     dm = datamodule(data, max_len, stride, name)
     keep = long_users(dm, spec["min_interactions"])
     max_epochs = epochs or spec["epochs"]
@@ -194,27 +238,31 @@ def run_accuracy(data: str, name: str, seed: int, epochs: int | None) -> dict[st
     def publish(module: Any, cb: BestOnValidation, train_s: float, finished: bool = False) -> None:
         test, ranks = evaluate(module, dm, "test", keep)
         out.clear()
-        out.update({"protocol": PROTOCOL, "data": data, "model": name, "seed": seed, "test": test,
+        out.update({"protocol": PROTOCOL, "data": data, "model": name, "seed": seed, "point": point,
+                    "hparams": {**COMMON, **GRID[point]}, "test": test,
                     "best_epoch": cb.best[1],
-                    "valid_recall@50": cb.best[0], "curve": cb.curve, "train_seconds": train_s,
-                    "epochs_trained": len(cb.curve), "max_epochs": max_epochs, "finished": finished,
+                    f"valid_{cb.metric}": cb.best[0], "selection_metric": cb.metric,
+                    "curve": cb.curve, "train_seconds": train_s,
+                    "epochs_trained": len(cb.curve), "max_epochs": max_epochs, "patience": patience,
+                    "finished": finished,
                     "device": device_name(next(module.parameters()).device),
                     "users": int(keep.sum()), "decoder_tokens": tokens, "mean_history": float(lengths.mean()),
                     "fingerprint": dm.fingerprint, "ranks": {str(u): int(r) for u, r in ranks.items()}})
-        save(f"acc_{data}_{name}_seed{seed}", out)
-        if name == "RecMem":  # the stability part streams the trained model
+        save(run_name(data, name, seed, point), out)
+        if name == "RecMem" and point == "base":  # the stability part streams the trained model
             hp = {k: v for k, v in module.hparams.items() if k not in ("n_items", "n_users")}
             buf = io.BytesIO()
             torch.save({"n_items": module.n_items, "hparams": hp, "state": module.state_dict()}, buf)
             atomic_write(RUNS / f"model_{data}_RecMem_seed{seed}.pt", lambda fh: fh.write(buf.getvalue()))
 
-    best = BestOnValidation(dm, keep, publish, spec.get("patience"))
+    patience = patience if patience is not None else spec.get("patience")
+    best = BestOnValidation(dm, keep, publish, patience, spec.get("select", "recall@50"))
     trainer = L.Trainer(max_epochs=max_epochs, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
                         limit_val_batches=0, callbacks=[best], deterministic=False)
     trainer.fit(model, dm)
     out["finished"], out["curve"], out["epochs_trained"] = True, best.curve, len(best.curve)
-    save(f"acc_{data}_{name}_seed{seed}", out)
+    save(run_name(data, name, seed, point), out)
     return out
 
 
@@ -371,14 +419,28 @@ def run_cost(lengths: list[int], full_max: int, seed: int) -> dict[str, Any]:
 
 # --------------------------------------------------------------------- render
 def paired(a: dict[str, list[int]], b: dict[str, list[int]], k: int, seed: int = 0) -> dict[str, Any]:
-    """Mean per-user Recall@k difference a - b (hits averaged over each model's seeds), 95% bootstrap CI."""
+    """Mean per-user Recall@k difference a - b (hits averaged over each model's seeds), 95% bootstrap CI
+    (:func:`benchmarks.per_user.bootstrap_difference`)."""
     users = sorted(set(a) & set(b))
     ha = np.array([np.mean([r < k for r in a[u]]) for u in users])
     hb = np.array([np.mean([r < k for r in b[u]]) for u in users])
-    diff = ha - hb
-    idx = np.random.default_rng(seed).integers(0, len(diff), (BOOTSTRAP_SAMPLES, len(diff)))
-    lo, hi = np.quantile(diff[idx].mean(axis=1), [0.025, 0.975])
-    return {"mean": float(diff.mean()), "ci95": [float(lo), float(hi)], "users": len(users)}
+    return bootstrap_difference(ha - hb, seed)
+
+
+def _valid_best(run: dict[str, Any]) -> float:
+    """A run's best-epoch validation value of its selection metric (Recall@50 before it was recorded)."""
+    return float(run[f"valid_{run.get('selection_metric', 'recall@50')}"])
+
+
+def chosen_point(by_point: dict[str, list[dict[str, Any]]]) -> str:
+    """The grid point whose seed-0 run has the best validation Recall@50 (its best epoch); validation only.
+
+    Ties go to the earlier point of ``GRID``; a model trained at one point only keeps it.
+    """
+    scored = [(p, _valid_best(r)) for p in GRID for r in by_point.get(p, []) if r["seed"] == 0]
+    if not scored:
+        return next(iter(by_point))
+    return max(scored, key=lambda ps: (ps[1], -list(GRID).index(ps[0])))[0]
 
 
 def render() -> int:
@@ -396,16 +458,36 @@ def render() -> int:
         sel = [r for r in runs if r["data"] == data]
         if not sel:
             continue
-        by_model: dict[str, list[dict]] = {}
+        grid: dict[str, dict[str, list[dict]]] = {}
         for r in sel:
-            by_model.setdefault(r["model"], []).append(r)
+            grid.setdefault(r["model"], {}).setdefault(r.get("point", "base"), []).append(r)
+        chosen = {m: chosen_point(points) for m, points in grid.items()}
+        by_model = {m: grid[m][chosen[m]] for m in grid}
         users = sel[0]["users"]
-        what = ("ML-100K users with >= 200 interactions" if data == "ml100k"
-                else "synthetic long histories (2,000-2,200 events, planted early theme)")
+        what = {"ml100k": "ML-100K users with >= 200 interactions",
+                "synthetic": "synthetic long histories (2,000-2,200 events, planted early theme)",
+                "planted": "planted key recalls (176-193 events; the held-out key 49+ events back)"}[data]
         md.append(f"### {what}: {users} evaluated users\n")
-        head = ("| model | seeds | decoder tokens | " + " | ".join(f"Recall@{k}" for k in KS)
-                + " | train s | epochs trained (best) |")
-        md += [head, "|" + "---|" * (len(KS) + 5)]
+        if any(len(points) > 1 for points in grid.values()):
+            payload.setdefault("chosen", {})[data] = chosen
+            heads = [f"{p} ({', '.join(f'{k} {v}' for k, v in GRID[p].items()) or 'fixed'})" for p in GRID]
+            md += ["Grid search (the same points for every model; seed 0's best-epoch validation Recall@50; "
+                   "the chosen point, in bold, trains the other seeds):\n".replace(
+                       "Recall@50", sel[0].get("selection_metric", "recall@50").replace("recall", "Recall")),
+                   "| model | " + " | ".join(heads) + " |", "|---|" + "---|" * len(GRID)]
+            for model in ("Full", "Truncation", "RecMem"):
+                if model not in grid:
+                    continue
+                cells = []
+                for p in GRID:
+                    v = [_valid_best(r) for r in grid[model].get(p, []) if r["seed"] == 0]
+                    cell = f"{v[0]:.4f}" if v else "not run"
+                    cells.append(f"**{cell}**" if p == chosen[model] else cell)
+                md.append(f"| {model} | " + " | ".join(cells) + " |")
+            md.append("")
+        head = ("| model | point | seeds | decoder tokens | " + " | ".join(f"Recall@{k}" for k in KS)
+                + " | train s | device | epochs trained (best) |")
+        md += [head, "|" + "---|" * (len(KS) + 7)]
         for model in ("Full", "Truncation", "RecMem"):
             rs = by_model.get(model)
             if not rs:
@@ -417,12 +499,13 @@ def render() -> int:
             trained = ", ".join(f"{r['epochs_trained']}/{r['max_epochs']} ({r['best_epoch'] + 1})"
                                 + ("" if r["finished"] else " cut") for r in rs)
             gpu = " †" if any(str(r.get("device", "cpu")).startswith("cuda") for r in rs) else ""
-            md.append(f"| {model} | {len(rs)} | {np.mean([r['decoder_tokens'] for r in rs]):.1f} | "
+            md.append(f"| {model} | {chosen[model]} | {len(rs)} | "
+                      f"{np.mean([r['decoder_tokens'] for r in rs]):.1f} | "
                       + " | ".join(cells) + f" | {np.mean([r['train_seconds'] for r in rs]):.0f}{gpu} | "
-                      f"{trained} |")
-        devices = sorted({str(r["device"]) for r in sel if str(r.get("device", "cpu")).startswith("cuda")})
-        if devices:
-            md.append(f"\n† trained on a GPU ({', '.join(devices)}; the run's JSON names it): its train s is "
+                      f"{', '.join(devices(rs))} | {trained} |")
+        gpus = sorted({str(r["device"]) for r in sel if str(r.get("device", "cpu")).startswith("cuda")})
+        if gpus:
+            md.append(f"\n† trained on a GPU ({', '.join(gpus)}; the run's JSON names it): its train s is "
                       "not comparable with CPU timings.")
         claims = []
         rec = by_model.get("RecMem")
@@ -437,18 +520,25 @@ def render() -> int:
                        else "holds" if min(keep) >= 0.88 and fewer >= 5 else "does not hold")
             claims.append(f"- RecMem / Full Recall@K = {', '.join(f'{x:.2f}' for x in keep)} (K = "
                           f"{', '.join(map(str, KS))}) with {fewer:.1f}x fewer decoder-side tokens: "
-                          f"the claim (>= 0.88 at >= 5x) {verdict} here.")
+                          f"the ratio (>= 0.88 at >= 5x) {verdict} here.")
             payload.setdefault("claims", {})[f"{data}_keep_vs_full"] = {"ratios": keep, "fewer_tokens": fewer}
-        for other in ("Full", "Truncation"):
-            if not rec or other not in by_model:
+        for alt, base in (("RecMem", "Full"), ("RecMem", "Truncation"), ("Full", "Truncation")):
+            if alt not in by_model or base not in by_model:
                 continue
+            refused = refusal(by_model[base], by_model[alt])
             for k in KS:
-                p = paired(ranks["RecMem"], ranks[other], k)
-                payload.setdefault("claims", {})[f"{data}_recmem_minus_{other.lower()}@{k}"] = p
-                verdict = ("no significant difference" if p["ci95"][0] <= 0 <= p["ci95"][1]
-                           else "RecMem better" if p["mean"] > 0 else f"{other} better")
+                key = f"{data}_{alt.lower()}_minus_{base.lower()}@{k}"
+                if refused:
+                    payload.setdefault("claims", {})[key] = refused
+                    claims.append(f"- Recall@{k}, {alt} − {base}: not compared: the arms ran on different "
+                                  "devices.")
+                    continue
+                p = paired(ranks[alt], ranks[base], k)
+                payload.setdefault("claims", {})[key] = p
+                verdict = ("no significant difference" if not p["significant"]
+                           else f"{alt} better" if p["mean"] > 0 else f"{base} better")
                 lo, hi = (100 * x for x in p["ci95"])
-                claims.append(f"- Recall@{k}, RecMem − {other}: {100 * p['mean']:+.1f} points, 95% paired "
+                claims.append(f"- Recall@{k}, {alt} − {base}: {100 * p['mean']:+.1f} points, 95% paired "
                               f"CI [{lo:+.1f}, {hi:+.1f}] over {p['users']} users: {verdict}.")
         md += ["", *claims, ""]
     stab = RUNS / "stability.json"
@@ -520,6 +610,9 @@ def main(argv: list[str] | None = None) -> int:
     acc.add_argument("--models", nargs="+", default=["RecMem", "Truncation", "Full"])
     acc.add_argument("--seeds", nargs="+", type=int, default=[0])
     acc.add_argument("--epochs", type=int, help="override the data's epoch count")
+    acc.add_argument("--patience", type=int, help="override the data's early-stopping patience")
+    acc.add_argument("--points", nargs="+", default=["base"], choices=list(GRID),
+                     help="hyperparameter grid points to train (GRID; default: the fixed base setting)")
     st = sub.add_parser("stability")
     st.add_argument("--segments", type=int, default=1201)
     st.add_argument("--seed", type=int, default=0)
@@ -533,9 +626,10 @@ def main(argv: list[str] | None = None) -> int:
     if ns.part == "accuracy":
         for seed in ns.seeds:
             for model in ns.models:
-                res = run_accuracy(ns.data, model, seed, ns.epochs)
-                scores = ", ".join(f"R@{k} {res['test'][f'recall@{k}']:.4f}" for k in KS)
-                print(f"{ns.data} {model} seed {seed}: {scores} ({res['train_seconds']:.0f} s)")
+                for point in ns.points:
+                    res = run_accuracy(ns.data, model, seed, ns.epochs, point, ns.patience)
+                    scores = ", ".join(f"R@{k} {res['test'][f'recall@{k}']:.4f}" for k in KS)
+                    print(f"{ns.data} {model} {point} seed {seed}: {scores} ({res['train_seconds']:.0f} s)")
     elif ns.part == "stability":
         save("stability", run_stability(ns.segments, ns.seed, ns.users))
     elif ns.part == "cost":
