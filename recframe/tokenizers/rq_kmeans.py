@@ -17,9 +17,11 @@ evenly over the trie, at some cost in reconstruction error. Encoding new vectors
 Choices the method leaves open, and what is done here: features are used as given (no
 normalisation, MiniLM vectors are already unit length); k-means++ seeding with ``n_init`` restarts
 (default 1) and at most ``n_iter`` Lloyd iterations; all randomness from ``numpy.random.default_rng(seed)``.
-The k-means is FAISS's (``backend="faiss"``, the default: float32 BLAS, a GPU when FAISS sees one,
-stopping when an iteration lowers the inertia by less than ``tol``), or the hand-written float64 Lloyd
-loop (``backend="lloyd"``, which stops when the assignment stops changing); balanced levels always use
+The k-means is FAISS's (``backend="faiss"``: float32 BLAS, a GPU when FAISS sees one, stopping when an
+iteration lowers the inertia by less than ``tol``), or the hand-written float64 Lloyd loop
+(``backend="lloyd"``, which stops when the assignment stops changing); the default ``auto`` takes FAISS
+from 39 points per code and the hand-written loop below that (small catalogues such as ML-100K, where
+FAISS's codes were measurably worse; see :mod:`recframe.tokenizers.kmeans`); balanced levels always use
 the hand-written loop (see :mod:`recframe.tokenizers.kmeans`). ``stats`` records per level the
 iterations run, whether the level converged before ``n_iter``, and its inertia.
 """
@@ -45,7 +47,8 @@ class RQKMeansTokenizer(SIDTokenizer):
         n_iter: maximum Lloyd iterations per level.
         n_init: k-means++ restarts per level (lowest inertia kept).
         seed: seed of all randomness.
-        backend: ``faiss`` (FAISS k-means) or ``lloyd`` (the hand-written loop).
+        backend: ``auto`` (default: FAISS from 39 points per code, else the hand-written loop; see
+            :mod:`recframe.tokenizers.kmeans`), ``faiss`` (FAISS k-means) or ``lloyd`` (hand-written).
         tol: ``faiss`` stops a level when an iteration lowers its inertia by less than this fraction.
 
     Fitted attributes: ``codebooks_`` (list of ``[K_l, d]`` float32 centroids), ``table_``.
@@ -55,7 +58,7 @@ class RQKMeansTokenizer(SIDTokenizer):
 
     def __init__(self, n_levels: int = 3, codebook_size: int | Sequence[int] = 256, *, balanced: bool = False,
                  n_iter: int = 100, n_init: int = 1, seed: int = 0,
-                 backend: Literal["faiss", "lloyd"] = "faiss", tol: float = 1e-4) -> None:
+                 backend: Literal["auto", "faiss", "lloyd"] = "auto", tol: float = 1e-4) -> None:
         self.n_levels = n_levels
         self.codebook_size = codebook_size
         self.balanced = bool(balanced)

@@ -116,3 +116,16 @@ def test_faiss_and_lloyd_find_the_planted_clusters_and_report_convergence(cluste
 def test_bad_settings_name_the_argument(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RQKMeansTokenizer(**kwargs)
+
+
+def test_auto_backend_picks_faiss_only_with_enough_points_per_code():
+    """``auto``: the hand-written loop below 39 points per code (small catalogues), FAISS from there."""
+    from recframe.tokenizers.kmeans import FAISS_MIN_POINTS
+
+    rng = np.random.default_rng(0)
+    k = 4
+    small = rng.normal(size=(FAISS_MIN_POINTS * k - 1, 3))
+    large = rng.normal(size=(FAISS_MIN_POINTS * k, 3))
+    assert kmeans_fit(small, k, rng=np.random.default_rng(1), backend="auto").backend == "lloyd"
+    assert kmeans_fit(large, k, rng=np.random.default_rng(1), backend="auto").backend == "faiss"
+    assert RQKMeansTokenizer().backend == "auto"
