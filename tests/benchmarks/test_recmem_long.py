@@ -51,3 +51,34 @@ def test_early_stopping_waits_patience_epochs_after_the_best(monkeypatch) -> Non
         cb.on_train_epoch_end(trainer, None)
         assert trainer.should_stop == (epoch == 4), epoch  # best at epoch 1; 3 epochs without a new one
     assert published == [0, 1] and cb.best == (0.20, 1)
+
+
+def test_grid_point_is_chosen_on_seed_zero_validation_only() -> None:
+    from benchmarks.recmem_long import chosen_point
+
+    def run(seed: int, valid: float, test: float) -> dict:
+        return {"seed": seed, "selection_metric": "recall@10", "valid_recall@10": valid,
+                "test": {"recall@10": test}}
+
+    grid = {"base": [run(0, 0.30, 0.9), run(1, 0.99, 0.9)], "lr5e-3": [run(0, 0.40, 0.1)],
+            "drop0": [run(0, 0.40, 0.5)]}
+    assert chosen_point(grid) == "lr5e-3"  # best seed-0 validation; the tie goes to the earlier GRID point
+    assert chosen_point({"lr1e-3": [run(1, 0.2, 0.2)]}) == "lr1e-3"  # one point only: kept
+    # runs stored before the selection metric was recorded select on validation Recall@50
+    assert chosen_point({"base": [{"seed": 0, "valid_recall@50": 0.2}],
+                         "lr1e-3": [{"seed": 0, "valid_recall@50": 0.3}]}) == "lr1e-3"
+
+
+def test_planted_datamodule_serves_the_key_recall_split() -> None:
+    from benchmarks.recmem_long import KeyRecallDataModule
+    from recframe.data.synthetic_long import make_key_recall
+
+    kw = {"n_users": 8, "n_keys": 4, "n_fillers": 300, "n_cues": 3, "n_recalls": 3, "n_intro": 4,
+          "min_gap": 49, "max_gap": 52, "max_lead": 4, "seed": 2}
+    dm = KeyRecallDataModule(dataset="synthetic-key-recall", synthetic=kw, split="loo", max_len=200,
+                             eval_ks=[10])
+    data = make_key_recall(**kw)
+    assert dm.n_users == 8 and dm.n_items == data.interactions.n_items
+    test = dm.eval_set("test")
+    last = [data.interactions.histories.of(u)[-1] for u in test.users]
+    assert [test.heldout.of(u)[0] for u in test.users] == last  # the final key item is the test item
