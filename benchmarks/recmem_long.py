@@ -94,8 +94,8 @@ DATA = {
                                 "max_events": 2100, "seed": 0}},
     # issue 31: planted key recalls (recframe.data.synthetic_long.make_key_recall), 176-193 events per user,
     # the held-out items' key cluster shown only 49+ events back (beyond the 48-item window). One sequence
-    # per step for RecMem and Full (300 steps an epoch; at batch 4 full attention stayed at chance for 80
-    # epochs), truncation's ~2,300 windows at batch 8 (~290 steps)
+    # per step for RecMem and Full (300 steps an epoch; in development, at batch 4, full attention stayed at
+    # chance for 16-25 epochs), truncation's ~2,300 windows at batch 8 (~290 steps)
     "planted": {"dataset": "synthetic-key-recall", "long_len": 224, "min_interactions": 0, "loss_type": "ce",
                 "batch_size": {"RecMem": 1, "Full": 1, "Truncation": 8}, "epochs": 30, "patience": 5,
                 "select": "recall@10",
