@@ -91,6 +91,10 @@ ROWS: dict[str, Row] = {
     # validation NDCG@10 over the seeds among these rows and the config's 0.1 (RGREC_WEIGHT_ROWS)
     **{f"TIGER (text IDs) + R-GRec (weight {w})": Row("tiger_rgrec_ml100k.yaml", extra=rgrec_weights(w))
        for w in ("0.03", "0.3", "1.0")},
+    # issue 32: SASRec's scalable loss (sampled softmax, logQ correction, in-batch + 256 uniform negatives)
+    # against its full softmax, same config and seeds; paired against "SASRec" like every row
+    "SASRec (sampled softmax, logQ)": Row("sasrec_ml100k.yaml", tokenizer_seed=False,
+                                          extra=("--model.init_args.loss_type", "sampled_logq")),
 }
 #: (baseline, with the add-on): TrieRec's gain on each backbone and ID kind
 TRIEREC_PAIRS = [(base, f"{base} + TrieRec") for base in ROWS if f"{base} + TrieRec" in ROWS]
@@ -216,7 +220,7 @@ def overrides(row: str, seed: int, extra: Sequence[str] = (), folder: Path | Non
         args += ["--model.init_args.tokenizer.init_args.seed", str(seed)]
     if spec.collaborative_seed:
         args += ["--model.init_args.collaborative_seed", str(seed)]
-    if row == "SASRec":
+    if row.startswith("SASRec"):
         args += ["--data.eval_ks", "[5, 10, 20]"]
     return args + list(spec.extra) + list(extra)
 
