@@ -57,6 +57,8 @@ ROWS: dict[str, Row] = {
     "GRU4Rec": Row("gru4rec"),
     "BERT4Rec": Row("bert4rec"),
     "SASRec": Row("sasrec"),
+    # issue 32: the scalable loss (sampled softmax, logQ correction, in-batch + 256 uniform negatives)
+    "SASRec (sampled softmax, logQ)": Row("sasrec_logq"),
     "TIGER (attribute IDs)": Row("tiger", tokenizer_seed=True, generative=True),
     "TIGER (collaborative IDs)": Row("tiger_collab", tokenizer_seed=True, collaborative_seed=True,
                                      generative=True),
@@ -71,6 +73,7 @@ ROWS: dict[str, Row] = {
 """Our rows, in table order; a row whose config does not exist for a dataset is left out of its table."""
 
 PAIRS: list[tuple[str, str]] = [
+    ("SASRec", "SASRec (sampled softmax, logQ)"),
     ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + TrieRec"),
     ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + R-GRec"),
     ("TIGER (attribute IDs)", "FLASH"),

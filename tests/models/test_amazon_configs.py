@@ -116,3 +116,18 @@ def test_attribute_features_are_the_multi_hot_of_the_s3rec_attributes(tmp_path: 
         hot = {j + 1 for j in np.flatnonzero(row)}  # columns are the attributes a1, a2, a3 in name order
         assert hot == attrs
         np.testing.assert_allclose(row[row > 0], 1 / np.sqrt(len(attrs)), rtol=1e-6)
+
+
+def test_the_scalable_loss_row_differs_from_sasrec_in_the_loss_alone() -> None:
+    """Issue 32's paired interval on Beauty measures the loss: every other setting equals the SASRec row's."""
+    from benchmarks.amazon import ROWS
+
+    assert ROWS["SASRec (sampled softmax, logQ)"].stem == "sasrec_logq"
+    full = yaml.safe_load((AMAZON / "sasrec_beauty.yaml").read_text())
+    logq = yaml.safe_load((AMAZON / "sasrec_logq_beauty.yaml").read_text())
+    assert logq["model"]["init_args"].pop("loss_type") == "sampled_logq"
+    assert logq["model"]["init_args"].pop("n_negatives") == 256
+    assert full["model"]["init_args"].pop("loss_type") == "ce"
+    logq["trainer"]["logger"]["init_args"].pop("name")
+    full["trainer"]["logger"]["init_args"].pop("name")
+    assert logq == full
