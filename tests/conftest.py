@@ -26,6 +26,14 @@ def _one_thread_per_worker() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
+@pytest.fixture()
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in an empty folder, without a traceback override from the caller's environment."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RECFRAME_TRACEBACK", raising=False)
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def ml100k_root() -> Path:
     """A prepared ML-100K root ($RECFRAME_DATA or datasets/), preparing it if needed.

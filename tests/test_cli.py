@@ -17,11 +17,6 @@ SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
 QUIET = ["--trainer.enable_progress_bar", "false"]
 
 
-@pytest.fixture()
-def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
 
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)

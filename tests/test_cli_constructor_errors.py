@@ -24,16 +24,7 @@ from recframe.config_checks import SettingError
 from recframe.constructor_errors import constructor_config_error
 from recframe.data.datamodule import RecDataModule
 from recframe.models import BPRMF, SASRec
-
-SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
-QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
-
-
-@pytest.fixture()
-def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("RECFRAME_TRACEBACK", raising=False)
-    return tmp_path
+from tests.cli_support import QUIET, SMOKE, one_error_line, run_error
 
 
 @pytest.fixture()
@@ -45,21 +36,6 @@ def no_data_load(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(RecDataModule, "_build_split", refuse)
 
 
-def _one_error_line(err: str, *needles: str) -> str:
-    """The error is the last stderr line, the only one starting with ``recframe``; no traceback."""
-    assert "Traceback" not in err, err
-    lines = [ln for ln in err.strip().splitlines() if ln.startswith("recframe")]
-    assert len(lines) == 1 and err.strip().splitlines()[-1] == lines[0], err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
-def _run_error(command: str, args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main([command, *args, *QUIET])
-    assert exc.value.code == 2
-    return capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------ item 2: constructor settings
@@ -77,23 +53,23 @@ def _run_error(command: str, args: list[str], capsys: pytest.CaptureFixture[str]
 def test_a_bad_setting_is_one_config_error_before_the_data_loads(
         in_tmp: Path, no_data_load: None, override: list[str], needles: list[str],
         capsys: pytest.CaptureFixture[str]) -> None:
-    err = _run_error("fit", ["--config", str(SMOKE / "sasrec.yaml"), *override], capsys)
-    line = _one_error_line(err, "config error", *needles)
+    err = run_error("fit", ["--config", str(SMOKE / "sasrec.yaml"), *override], capsys)
+    line = one_error_line(err, "config error", *needles)
     assert "Subtypes" not in err and "Given value" not in err and "ZeroDivisionError" not in err, err
     assert len(line) < 400, line
 
 
 def test_a_model_setting_of_another_model_class_is_named(in_tmp: Path, no_data_load: None,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    err = _run_error("fit", ["--config", str(SMOKE / "bprmf.yaml"), "--model.init_args.dim", "0"], capsys)
-    _one_error_line(err, "config error", "model.init_args.dim=0", "BPRMF")
+    err = run_error("fit", ["--config", str(SMOKE / "bprmf.yaml"), "--model.init_args.dim", "0"], capsys)
+    one_error_line(err, "config error", "model.init_args.dim=0", "BPRMF")
 
 
 def test_validate_and_test_check_settings_too(in_tmp: Path, no_data_load: None,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("validate", "test"):
-        err = _run_error(command, ["--config", str(SMOKE / "sasrec.yaml"), "--data.batch_size", "0"], capsys)
-        _one_error_line(err, "config error", "data.batch_size=0")
+        err = run_error(command, ["--config", str(SMOKE / "sasrec.yaml"), "--data.batch_size", "0"], capsys)
+        one_error_line(err, "config error", "data.batch_size=0")
 
 
 def test_the_traceback_shows_the_constructor_error_when_asked(in_tmp: Path, monkeypatch: pytest.MonkeyPatch
@@ -174,16 +150,16 @@ def sasrec_ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_data_setting_that_reshapes_a_weight_is_refused_naming_it(
         in_tmp: Path, sasrec_ckpt: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    err = _run_error("test", ["--config", str(SMOKE / "sasrec.yaml"), "--ckpt_path", str(sasrec_ckpt),
+    err = run_error("test", ["--config", str(SMOKE / "sasrec.yaml"), "--ckpt_path", str(sasrec_ckpt),
                               "--data.max_len", "10"], capsys)
-    _one_error_line(err, "data.max_len=10", "max_len=20", "pos_emb.weight", "[10, 32]", "[20, 32]")
+    one_error_line(err, "data.max_len=10", "max_len=20", "pos_emb.weight", "[10, 32]", "[20, 32]")
     assert "size mismatch" not in err
 
 
 def test_a_checkpoint_of_another_model_class_is_refused(in_tmp: Path, sasrec_ckpt: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    err = _run_error("test", ["--config", str(SMOKE / "bprmf.yaml"), "--ckpt_path", str(sasrec_ckpt)], capsys)
-    _one_error_line(err, "holds a SASRec model", "config's model is BPRMF")
+    err = run_error("test", ["--config", str(SMOKE / "bprmf.yaml"), "--ckpt_path", str(sasrec_ckpt)], capsys)
+    one_error_line(err, "holds a SASRec model", "config's model is BPRMF")
     assert "test/ndcg" not in capsys.readouterr().out
 
 

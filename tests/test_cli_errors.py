@@ -14,53 +14,27 @@ from pathlib import Path
 import pytest
 
 from recframe.cli import main, run_cli
-
-SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
-QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
-
-
-@pytest.fixture()
-def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("RECFRAME_TRACEBACK", raising=False)
-    return tmp_path
-
-
-def _one_error_line(err: str, *needles: str) -> str:
-    """The error is the last stderr line, the only one starting with ``recframe``; no traceback."""
-    assert "Traceback" not in err, err
-    lines = [ln for ln in err.strip().splitlines() if ln.startswith("recframe")]
-    assert len(lines) == 1 and err.strip().splitlines()[-1] == lines[0], err
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
-def _fit_error(args: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(["fit", *args, *QUIET])
-    assert exc.value.code == 2
-    return capsys.readouterr().err
+from tests.cli_support import QUIET, SMOKE, one_error_line, run_error
 
 
 # ----------------------------------------------------------------------------- fit / config errors
 def test_eval_ks_zero_is_one_line(in_tmp: Path, capsys) -> None:
-    err = _fit_error(["--config", str(SMOKE / "popularity.yaml"), "--data.eval_ks", "[0]"], capsys)
-    _one_error_line(err, "data.eval_ks", "[0]")
+    err = run_error("fit", ["--config", str(SMOKE / "popularity.yaml"), "--data.eval_ks", "[0]"], capsys)
+    one_error_line(err, "data.eval_ks", "[0]")
     assert not (in_tmp / "runs").exists() or not list(in_tmp.glob("runs/*/*/checkpoints/*.ckpt"))
 
 
 def test_non_finite_scores_during_fit_is_one_line(in_tmp: Path, capsys) -> None:
-    err = _fit_error(["--config", str(SMOKE / "bprmf.yaml"), "--model.init_args.lr", "1e30",
+    err = run_error("fit", ["--config", str(SMOKE / "bprmf.yaml"), "--model.init_args.lr", "1e30",
                       "--trainer.max_epochs", "1"], capsys)
-    line = _one_error_line(err, "BPRMF", "non-finite scores")
+    line = one_error_line(err, "BPRMF", "non-finite scores")
     assert line.startswith("recframe") and "Traceback" not in err
 
 
 @pytest.mark.parametrize("target", ["missing_dir/", "data/shop.inter", "nowhere.csv"])
 def test_a_missing_dataset_path_says_not_found(in_tmp: Path, target: str, capsys) -> None:
-    err = _fit_error(["--config", str(SMOKE / "popularity.yaml"), "--data.dataset", target], capsys)
-    line = _one_error_line(err, target, "not found")
+    err = run_error("fit", ["--config", str(SMOKE / "popularity.yaml"), "--data.dataset", target], capsys)
+    line = one_error_line(err, target, "not found")
     assert "unknown dataset" not in line
 
 
@@ -109,8 +83,8 @@ def test_a_model_max_len_is_refused_naming_the_link(in_tmp: Path, where: str, ca
     else:
         extra = ["--model.init_args.max_len", "30"]
     cfg.write_text(text)
-    err = _fit_error(["--config", str(cfg), *extra], capsys)
-    line = _one_error_line(err, "model.init_args.max_len", "linked from data.max_len")
+    err = run_error("fit", ["--config", str(cfg), *extra], capsys)
+    line = one_error_line(err, "model.init_args.max_len", "linked from data.max_len")
     assert "data.max_len" in line and "Traceback" not in err
 
 
@@ -129,7 +103,7 @@ def test_a_bad_k_is_one_line(popularity_ckpt: Path, k: str, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["recommend", "--ckpt", str(popularity_ckpt), "--user", "1", "-k", k])
     assert exc.value.code == 2
-    _one_error_line(capsys.readouterr().err, "argument -k", k, "whole number >= 1")
+    one_error_line(capsys.readouterr().err, "argument -k", k, "whole number >= 1")
 
 
 def test_a_huge_k_is_capped_at_the_catalogue(popularity_ckpt: Path, capsys) -> None:
@@ -168,7 +142,7 @@ def test_recommend_formats_for_scripts(popularity_ckpt: Path, capsys) -> None:
 
     with pytest.raises(SystemExit):
         main([*args, "--format", "xml"])
-    _one_error_line(capsys.readouterr().err, "--format", "'xml'")
+    one_error_line(capsys.readouterr().err, "--format", "'xml'")
 
 
 def test_decode_and_beam_reach_the_recommender(popularity_ckpt: Path, monkeypatch, capsys) -> None:
@@ -190,10 +164,10 @@ def test_decode_and_beam_reach_the_recommender(popularity_ckpt: Path, monkeypatc
     # Popularity has no generate(): beam decoding is refused in one line, after reaching the recommender
     assert main([*base, "--decode", "beam", "--beam", "20"]) == 2
     assert calls[-1]["decode"] == "beam" and calls[-1]["beam"] == 20
-    _one_error_line(capsys.readouterr().err)
+    one_error_line(capsys.readouterr().err)
     with pytest.raises(SystemExit):
         main([*base, "--beam", "5"])
-    _one_error_line(capsys.readouterr().err, "--beam applies only to --decode beam")
+    one_error_line(capsys.readouterr().err, "--beam applies only to --decode beam")
 
 
 def test_recommend_errors_are_one_line_in_a_real_process(tmp_path: Path) -> None:

@@ -10,23 +10,12 @@ import pytest
 
 from recframe.cli import EXTRA_COMMANDS, USAGE, main, unknown_command_message
 from recframe.override_blame import blame_override, overrides_in
-
-SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
-QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
-
-
-@pytest.fixture()
-def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("RECFRAME_TRACEBACK", raising=False)
-    return tmp_path
+from tests.cli_support import QUIET, SMOKE, run_error
 
 
 def _config_error(args: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(["fit", *args, *QUIET])
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
+    """The one ``recframe`` line of a refused fit (warnings may follow it)."""
+    err = run_error("fit", args, capsys)
     lines = [ln for ln in err.splitlines() if ln.startswith("recframe")]
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]

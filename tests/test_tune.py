@@ -18,11 +18,6 @@ BPRMF = ROOT / "configs" / "smoke" / "bprmf.yaml"
 LR_SPACE = "model.init_args.lr: {type: categorical, choices: [1.0e-4, 5.0e-2]}\n"
 
 
-@pytest.fixture()
-def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
 
 @pytest.fixture()
 def no_test_stage(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,31 @@
+"""What the recframe-command tests share: the smoke configs, quiet trainer flags and the one-line error checks
+(the ``in_tmp`` fixture is in conftest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recframe.cli import main
+
+SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
+QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
+
+
+def one_error_line(err: str, *needles: str) -> str:
+    """The error is the last stderr line, the only one starting with ``recframe``; no traceback."""
+    assert "Traceback" not in err, err
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("recframe")]
+    assert len(lines) == 1 and err.strip().splitlines()[-1] == lines[0], err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def run_error(command: str, args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """stderr of ``recframe COMMAND ARGS`` (quiet), which must exit with the usage-error code 2."""
+    with pytest.raises(SystemExit) as exc:
+        main([command, *args, *QUIET])
+    assert exc.value.code == 2
+    return capsys.readouterr().err
