@@ -60,6 +60,23 @@ def test_cue_list_is_what_the_reranker_matches() -> None:
         assert is_complaint(f"well {cue} that")
 
 
+def test_a_contraction_is_a_complaint_cue_inside_its_word() -> None:
+    # "n't" ends a word: "don't" and "can't" are negations, as "not" is; words merely holding a cue are not
+    for clause in ("we don't want a loud place", "they can't be serious", "it DOESN'T fit", "wasn't quiet"):
+        assert is_complaint(clause), clause
+    for clause in ("a notable wine list", "nothing but tootsie rolls", "a known noodle bar", "nt"):
+        assert not is_complaint(clause), clause
+
+
+def test_no_generated_user_turn_holds_a_contraction() -> None:
+    """The cue fix for "n't" leaves the stored synthetic tables as they are: no user turn has one."""
+    user_turns = [t for release in (SEEN, HELD) for d in release.dialogues for t in d.turns
+                  if t.role == "user"]
+    assert len(user_turns) > 300
+    for turn in user_turns:
+        assert "n't" not in turn.text.lower(), turn.text
+
+
 def test_held_out_templates_share_no_word_with_the_cues_or_the_seen_templates() -> None:
     words = template_words(held_out_templates())
     assert len(COMPLAINT_GENERIC) >= 8

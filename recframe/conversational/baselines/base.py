@@ -46,7 +46,10 @@ COMPLAINT_CUES: tuple[str, ...] = (
     "isn't",
     "wasn't",
 )
-_COMPLAINT = re.compile(r"(?<!\w)(" + "|".join(re.escape(c) for c in COMPLAINT_CUES) + r")(?!\w)", re.I)
+#: a cue matches as a whole word, except a contraction's ``n't``, which ends a word ("don't", "can't")
+_COMPLAINT = re.compile(
+    r"(?<!\w)(" + "|".join(re.escape(c) for c in COMPLAINT_CUES if not c.startswith("n'")) + r")(?!\w)"
+    + "|" + "|".join(re.escape(c) + r"(?!\w)" for c in COMPLAINT_CUES if c.startswith("n'")), re.I)
 
 
 def user_text(view: DialogueView) -> str:
