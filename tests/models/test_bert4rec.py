@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import lightning as L
 import pytest
 import torch
 import torch.nn.functional as F
 
-from recframe.cli import main
-from recframe.data.datamodule import RecDataModule
 from recframe.models import BERT4Rec, Popularity
+from tests.models.sequential_support import assert_config_validates, fit_and_test_on_planted
 
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-SYNTH = {"n_users": 300, "n_items": 150, "n_clusters": 5, "mean_length": 25, "seed": 1}
 #: two training windows of a sequence batch (max_len 5): the first left-padded
 BATCH = {"input": torch.tensor([[0, 0, 4, 9, 2], [7, 1, 3, 8, 5]]),
          "target": torch.tensor([[0, 0, 9, 2, 6], [1, 3, 8, 5, 10]])}
@@ -121,24 +115,12 @@ def test_sampled_softmax_trains() -> None:
 
 @pytest.mark.parametrize("config", ["smoke/bert4rec.yaml", "bert4rec_ml100k.yaml"])
 def test_configs_validate_against_the_schema(config: str, capsys) -> None:
-    with pytest.raises(SystemExit) as exc:  # --print_config validates and exits before touching data
-        main(["fit", "--config", str(CONFIGS / config), "--print_config"])
-    assert exc.value.code in (0, None)
-    assert "class_path: recframe.models.BERT4Rec" in capsys.readouterr().out
+    assert_config_validates(config, "BERT4Rec", capsys)
 
-
-def _fit_test(model_cls, epochs: int, **kwargs) -> dict[str, float]:
-    L.seed_everything(0)
-    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split="loo", max_len=25, batch_size=256)
-    model = model_cls(n_items=dm.n_items, n_users=dm.n_users, **kwargs)
-    trainer = L.Trainer(max_epochs=epochs, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                        limit_val_batches=0)
-    trainer.fit(model, dm)
-    return trainer.test(model, dm, verbose=False)[0]
 
 
 def test_bert4rec_learns_the_planted_sequences() -> None:
-    popularity = _fit_test(Popularity, 1)
-    res = _fit_test(BERT4Rec, 100, max_len=25, hidden=32, n_layers=1, n_heads=2, inner=64, lr=5e-3)
+    popularity = fit_and_test_on_planted(Popularity, 1)
+    res = fit_and_test_on_planted(BERT4Rec, 100, max_len=25, hidden=32, n_layers=1, n_heads=2, inner=64,
+                                  lr=5e-3)
     assert res["test/ndcg@10"] > 2 * popularity["test/ndcg@10"]

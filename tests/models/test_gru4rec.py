@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import lightning as L
 import pytest
 import torch
 
-from recframe.cli import main
-from recframe.data.datamodule import RecDataModule
 from recframe.models import GRU4Rec, Popularity
-
-CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-SYNTH = {"n_users": 300, "n_items": 150, "n_clusters": 5, "mean_length": 25, "seed": 1}
+from tests.models.sequential_support import assert_config_validates, fit_and_test_on_planted
 
 
 def _gru_by_hand(model: GRU4Rec, items: list[int]) -> torch.Tensor:
@@ -83,24 +76,11 @@ def test_sampled_softmax_trains_and_bad_loss_type_is_refused() -> None:
 
 @pytest.mark.parametrize("config", ["smoke/gru4rec.yaml", "gru4rec_ml100k.yaml"])
 def test_configs_validate_against_the_schema(config: str, capsys) -> None:
-    with pytest.raises(SystemExit) as exc:  # --print_config validates and exits before touching data
-        main(["fit", "--config", str(CONFIGS / config), "--print_config"])
-    assert exc.value.code in (0, None)
-    assert "class_path: recframe.models.GRU4Rec" in capsys.readouterr().out
+    assert_config_validates(config, "GRU4Rec", capsys)
 
-
-def _fit_test(model_cls, epochs: int, **kwargs) -> dict[str, float]:
-    L.seed_everything(0)
-    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split="loo", max_len=25, batch_size=256)
-    model = model_cls(n_items=dm.n_items, n_users=dm.n_users, **kwargs)
-    trainer = L.Trainer(max_epochs=epochs, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                        limit_val_batches=0)
-    trainer.fit(model, dm)
-    return trainer.test(model, dm, verbose=False)[0]
 
 
 def test_gru4rec_learns_the_planted_sequences() -> None:
-    popularity = _fit_test(Popularity, 1)
-    res = _fit_test(GRU4Rec, 25, max_len=25, dim=32, hidden=64, lr=5e-3)
+    popularity = fit_and_test_on_planted(Popularity, 1)
+    res = fit_and_test_on_planted(GRU4Rec, 25, max_len=25, dim=32, hidden=64, lr=5e-3)
     assert res["test/ndcg@10"] > 2 * popularity["test/ndcg@10"]
