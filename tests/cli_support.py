@@ -1,9 +1,10 @@
-"""What the recframe-command tests share: the smoke configs, quiet trainer flags and the one-line error checks
-(the ``in_tmp`` fixture is in conftest)."""
+"""What the recframe-command tests share: the smoke configs, quiet trainer flags, the one-line error
+checks and the refusal of any work before a config is valid (the ``in_tmp`` fixture is in conftest)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,3 +30,20 @@ def run_error(command: str, args: list[str], capsys: pytest.CaptureFixture[str])
         main([command, *args, *QUIET])
     assert exc.value.code == 2
     return capsys.readouterr().err
+
+
+def refuse_work(monkeypatch: pytest.MonkeyPatch, module: object, names: tuple[str, ...]) -> list[str]:
+    """Replace each of ``module``'s ``names`` by a stub that records its name and fails the test: a config
+    error must be raised before any of them runs. Returns the record."""
+    calls: list[str] = []
+
+    def refuse(name: str) -> Any:
+        def fake(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            raise AssertionError(f"{name} ran although the config is invalid")
+
+        return fake
+
+    for name in names:
+        monkeypatch.setattr(module, name, refuse(name))
+    return calls

@@ -15,6 +15,7 @@ from recframe.cli import main as recframe_main
 from recframe.continual import cli
 from recframe.continual.baselines import BackboneSettings, Replay
 from recframe.data.interactions import DataError
+from tests.cli_support import refuse_work
 
 BASE: dict[str, Any] = {
     "seeds": [0],
@@ -29,18 +30,7 @@ BASE: dict[str, Any] = {
 @pytest.fixture
 def no_work(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record (and refuse) the data load and the comparison."""
-    calls: list[str] = []
-
-    def refuse(name: str) -> Any:
-        def fake(*args: Any, **kwargs: Any) -> Any:
-            calls.append(name)
-            raise AssertionError(f"{name} ran although the config is invalid")
-
-        return fake
-
-    monkeypatch.setattr(cli, "build_data", refuse("build_data"))
-    monkeypatch.setattr(cli, "run_comparison", refuse("run_comparison"))
-    return calls
+    return refuse_work(monkeypatch, cli, ("build_data", "run_comparison"))
 
 
 def _continual_error(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> str:

@@ -17,6 +17,7 @@ from recframe.unlearning.cli import load_config, training_config
 from recframe.unlearning.concepts import parse_concept
 from recframe.unlearning.pipeline import run_unlearning, step_progress
 from recframe.unlearning.settings import parse_methods
+from tests.cli_support import refuse_work
 
 CONCEPT = 'genre == "Horror"'
 
@@ -24,18 +25,8 @@ CONCEPT = 'genre == "Horror"'
 @pytest.fixture
 def no_work(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record (and refuse) every step that does work: loading the checkpoint, the data, any training."""
-    calls: list[str] = []
-
-    def refuse(name: str) -> Any:
-        def fake(*args: Any, **kwargs: Any) -> Any:
-            calls.append(name)
-            raise AssertionError(f"{name} ran although the config is invalid")
-
-        return fake
-
-    for name in ("load_generative", "retrain_without", "run_ga", "run_npo", "run_tracer", "RecDataModule"):
-        monkeypatch.setattr(pipeline, name, refuse(name))
-    return calls
+    return refuse_work(monkeypatch, pipeline, ("load_generative", "retrain_without", "run_ga", "run_npo",
+                                              "run_tracer", "RecDataModule"))
 
 
 def _unlearn_error(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> str:
