@@ -11,8 +11,10 @@ import io
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,8 @@ from recframe.callbacks import library_versions
 from recframe.checkpoint_io import atomic_write
 from recframe.runs import fit_and_test
 
-__all__ = ["claim", "fit_and_test", "machine", "save_figure", "write_results", "RESULTS"]
+__all__ = ["claim", "fit_and_test", "machine", "save_figure", "worker_row", "write_measured", "write_results",
+           "RESULTS"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -40,6 +43,27 @@ def write_results(name: str, payload: dict[str, Any], markdown: str) -> tuple[Pa
     atomic_write(js, lambda fh: fh.write(json.dumps(payload, indent=2, default=str).encode()))
     atomic_write(md, lambda fh: fh.write(markdown.encode()))
     return js, md
+
+
+def worker_row(module: str, worker_args: Sequence[str],
+               env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Run ``python -m MODULE --worker ...`` in a fresh process (its own peak memory, its own threads) and
+    return the JSON row it prints last."""
+    cmd = [sys.executable, "-m", module, "--worker", *worker_args]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env=None if env is None else dict(env))
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def write_measured(name: str, module: str, argv: Sequence[str] | None, settings: Mapping[str, Any],
+                   rows: list[dict[str, Any]], markdown: str) -> None:
+    """Write the rows of a ``--worker`` benchmark (``NAME.json`` with its command and settings, ``NAME.md``)
+    and print the table."""
+    payload = {"command": f"python -m {module} " + " ".join(sys.argv[1:] if argv is None else argv),
+               "settings": {k: v for k, v in settings.items() if k not in ("worker", "no_write")},
+               "rows": rows}
+    js, md = write_results(name, payload, markdown)
+    print(f"wrote {js} and {md}")
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 120) -> Path:

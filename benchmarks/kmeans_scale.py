@@ -22,10 +22,10 @@ import argparse
 import json
 import os
 import resource
-import subprocess
-import sys
 import time
 from typing import Any
+
+from benchmarks.common import worker_row
 
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
@@ -70,9 +70,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     env = {**os.environ, **{v: str(args.threads) for v in THREAD_VARS}}
     for backend in args.backends:
-        cmd = [sys.executable, "-m", "benchmarks.kmeans_scale", "--worker", backend, *_shared_flags(args)]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
-        row = json.loads(out.stdout.strip().splitlines()[-1])
+        row = worker_row("benchmarks.kmeans_scale", [backend, *_shared_flags(args)], env)
         rows.append(row)
         print(f"{backend}: {row['seconds']:.1f} s ({row['cpu_seconds']:.1f} s CPU), iterations "
               f"{row['iterations']}, converged {row['converged']}", flush=True)
@@ -137,13 +135,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         return []
     rows = measure(args)
     if not args.no_write:
-        from benchmarks.common import write_results
+        from benchmarks.common import write_measured
 
-        payload = {"command": "python -m benchmarks.kmeans_scale " + " ".join(argv or sys.argv[1:]),
-                   "settings": {k: v for k, v in vars(args).items() if k not in ("worker", "no_write")},
-                   "rows": rows}
-        js, md = write_results(args.name, payload, markdown(rows, args))
-        print(f"wrote {js} and {md}")
+        write_measured(args.name, "benchmarks.kmeans_scale", argv, vars(args), rows, markdown(rows, args))
     print(markdown(rows, args))
     return rows
 

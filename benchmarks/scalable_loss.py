@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import subprocess
-import sys
 import time
 from typing import Any
 
 import numpy as np
+
+from benchmarks.common import worker_row
 
 LOSSES = ("ce", "chunked", "sampled_logq")
 LABEL = {"ce": "full softmax", "chunked": "chunked exact CE", "sampled_logq": "sampled softmax + logQ"}
@@ -103,10 +103,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
                 print(f"{n_items} items, {loss}: skipped ({logits_gb(n_items, args):.1f} GiB of logits)",
                       flush=True)
                 continue
-            cmd = [sys.executable, "-m", "benchmarks.scalable_loss", "--worker", str(n_items), loss,
-                   *_shared_flags(args)]
-            out = subprocess.run(cmd, check=True, capture_output=True, text=True)
-            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row = worker_row("benchmarks.scalable_loss", [str(n_items), loss, *_shared_flags(args)])
             rows.append(row)
             print(f"{n_items} items, {loss}: {row['s_per_step']:.2f} s/step, peak {row['peak_gb']:.2f} GiB",
                   flush=True)
@@ -171,13 +168,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         return []
     rows = measure(args)
     if not args.no_write:
-        from benchmarks.common import write_results
+        from benchmarks.common import write_measured
 
-        payload = {"command": "python -m benchmarks.scalable_loss " + " ".join(argv or sys.argv[1:]),
-                   "settings": {k: v for k, v in vars(args).items() if k not in ("worker", "no_write")},
-                   "rows": rows}
-        js, md = write_results(args.name, payload, markdown(rows, args))
-        print(f"wrote {js} and {md}")
+        write_measured(args.name, "benchmarks.scalable_loss", argv, vars(args), rows, markdown(rows, args))
     print(markdown(rows, args))
     return rows
 

@@ -1,4 +1,4 @@
-"""What the next-item model tests share: the planted synthetic set, a fit-then-test run on it, and the
+"""What the model tests share: the planted synthetic set, a fit-then-test run on it, and the
 config schema check."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SYNTH = {"n_users": 300, "n_items": 150, "n_clusters": 5, "mean_length": 25, "seed": 1}
 
 
-def fit_and_test_on_planted(model_cls: type[L.LightningModule], epochs: int,
+def fit_and_test_on_planted(model_cls: type[L.LightningModule], epochs: int, split: str = "loo",
                             **kwargs: Any) -> dict[str, float]:
-    """Train ``model_cls(**kwargs)`` on :data:`SYNTH` (leave-one-out, seed 0, no validation) and test it."""
+    """Train ``model_cls(**kwargs)`` on :data:`SYNTH` (``split``, seed 0, no validation) and test it."""
     L.seed_everything(0)
-    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split="loo", max_len=25, batch_size=256)
+    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split=split, max_len=25, batch_size=256)
     model = model_cls(n_items=dm.n_items, n_users=dm.n_users, **kwargs)
     trainer = L.Trainer(max_epochs=epochs, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
