@@ -24,6 +24,7 @@ item per user). Writes ``benchmarks/results/amazon_<dataset>.{json,md}``.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from typing import Any
 from benchmarks.common import RESULTS, write_results
 from benchmarks.devices import devices, refusal
 from benchmarks.per_user import paired_over_seeds
-from benchmarks.seeded_runs import load_runs, run_missing, slug
+from benchmarks.seeded_runs import load_runs, run_file, run_missing, slug
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "amazon"
 DATASETS = {"beauty": "Beauty", "sports": "Sports and Outdoors", "toys": "Toys and Games"}
@@ -164,6 +165,35 @@ def overrides(dataset: str, row: str, seed: int, name: str) -> list[str]:
     return args
 
 
+def adopt_sasrec_tables(dataset: str, jobs: Sequence[tuple[str, int]]) -> list[int]:
+    """Give the collaborative rows of ``jobs`` the item tables of this table's finished SASRec runs.
+
+    A collaborative row's config names ``configs/amazon/sasrec_<dataset>.yaml`` and trains it at the run's
+    seed without a wall-clock cap unless its table is cached; the SASRec row of this table is that very run
+    (same config, ``seed_everything``, ``max_time: null``), hours per seed on a CPU. Each finished SASRec
+    run whose seed a pending collaborative job needs is adopted into the cache
+    (:func:`recframe.features.adopt_item_table`). Returns the seeds adopted.
+    """
+    from recframe.features import adopt_item_table
+
+    config = config_path(dataset, "SASRec")
+    seeds = sorted({seed for row, seed in jobs if ROWS[row].collaborative_seed
+                    and not run_file(folder(dataset), row, seed).exists()})
+    adopted = []
+    for seed in seeds:
+        done = run_file(folder(dataset), "SASRec", seed)
+        if not done.exists():
+            continue
+        run = json.loads(done.read_text())
+        if Path(run["config"]).name != config.name or not Path(run["best_checkpoint"]).is_file():
+            continue
+        info = {"best_val_ndcg": run["valid"]["ndcg@10"], "epochs": run["epochs"],
+                "train_seconds": run["train_seconds"]}
+        adopt_item_table(config, run["best_checkpoint"], seed=seed, run_info=info)
+        adopted.append(seed)
+    return adopted
+
+
 def folder(dataset: str) -> Path:
     """Where the runs of ``dataset`` are stored."""
     return RESULTS / f"amazon_{dataset}"
@@ -269,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown row(s) {unknown} for {ns.dataset}; rows with a config: {rows}")
     if not ns.render_only:
         jobs = [(row, seed) for row in (ns.rows or rows) for seed in ns.seeds]
+        adopted = adopt_sasrec_tables(ns.dataset, jobs)
+        if adopted:
+            print(f"[collaborative] SASRec item tables of seeds {adopted} adopted from this table's runs")
         run_missing(jobs, folder(ns.dataset), lambda row: config_path(ns.dataset, row),
                     lambda row, seed, name: overrides(ns.dataset, row, seed, name),
                     lambda row, seed: log_name(ns.dataset, row, seed))

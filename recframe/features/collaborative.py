@@ -142,7 +142,6 @@ def train_item_table(config: str | Path, seed: int = 0, expected_train: str | No
     first cut-off), ``epochs`` (epochs run) and ``train_seconds``. No caching (see
     :func:`collaborative_item_embeddings`).
     """
-    import torch
 
     from recframe.checkpoint_io import load_checkpoint
     from recframe.cli import run_cli
@@ -172,21 +171,96 @@ def train_item_table(config: str | Path, seed: int = 0, expected_train: str | No
             raise ValueError(f"config {config}: the run never validated, so there is no best-validation "
                              "checkpoint; lower trainer.check_val_every_n_epoch or raise trainer.max_epochs.")
         ckpt = load_checkpoint(best)
-        model.load_state_dict(ckpt["state_dict"])
-        model.eval()
-        with torch.no_grad():
-            table = model.item_embeddings().detach().float().cpu().numpy().copy()
+        table = _checkpoint_table(model, ckpt, dm.n_items, model_class)
         score = getattr(ckpt_cb, "best_model_score", None)
         info = {"best_epoch": int(ckpt.get("epoch", -1)),
                 "best_val_ndcg": None if score is None else float(score),
                 "epochs": int(trainer.current_epoch), "train_seconds": round(seconds, 1), "seed": int(seed)}
-    if table.ndim != 2 or table.shape[0] != dm.n_items + 1:
-        raise ValueError(f"{model_class}.item_embeddings() returned shape {table.shape}; expected "
-                         f"[{dm.n_items + 1}, d].")
-    table[0] = 0.0
     logger.info("item table %s: best epoch %d, val_ndcg %s, %d epochs, %.1f s", table.shape,
                 info["best_epoch"], info["best_val_ndcg"], info["epochs"], seconds)
-    return np.ascontiguousarray(table, dtype=np.float32), info
+    return table, info
+
+
+def adopt_item_table(config: str | Path, checkpoint: str | Path, seed: int = 0,
+                     run_info: dict[str, Any] | None = None, cache_dir: str | Path | None = None) -> Path:
+    """Cache the item table of a finished run instead of training it again.
+
+    :func:`collaborative_item_embeddings` trains ``config`` at ``seed`` (no wall-clock cap) and keeps the
+    best-validation checkpoint's item table. When that very run already exists, e.g. a benchmark's
+    ``recframe fit --config CONFIG --seed_everything SEED --trainer.max_time null`` (the Amazon tables
+    train SASRec so, for hours per seed), this writes its table under the same cache key, so the next
+    collaborative row reads it instead of repeating the run. The caller vouches that ``checkpoint`` is the
+    best-validation checkpoint of ``config`` at ``seed``; this checks what it can: the config's training
+    split (its fingerprint is part of the key), the checkpoint's model class and its item count.
+
+    Args:
+        config: the collaborative config (the path a generative config names in ``collaborative:``).
+        checkpoint: the run's best-validation checkpoint (loaded with ``weights_only=True``).
+        seed: the run's ``seed_everything``.
+        run_info: the run's record (best epoch, validation NDCG, epochs, seconds) for the cache's ``.json``.
+        cache_dir: cache folder (default ``<dataset root>/.cache/item_collab``).
+
+    Returns:
+        The cache file written (``.npy``; its record is the ``.json`` beside it).
+
+    Raises:
+        FileNotFoundError: ``config`` or ``checkpoint`` does not exist.
+        ValueError: the checkpoint holds another model class or another item count.
+    """
+    from recframe.checkpoint_io import atomic_write, load_checkpoint
+    from recframe.cli import run_cli
+
+    text, model_class = _read_config(config)
+    if not Path(checkpoint).is_file():
+        raise FileNotFoundError(f"checkpoint {checkpoint} not found; pass the run's best-validation "
+                                "checkpoint (runs/NAME/version_N/checkpoints/best-*.ckpt).")
+    with _restored_global_state():
+        cli = run_cli(["--config", str(config), "--seed_everything", str(int(seed)),
+                       "--trainer.logger", "false"], run=False)
+        model, dm = cli.model, cli.datamodule
+        ckpt = load_checkpoint(checkpoint)
+        stored = (ckpt.get("recframe") or {}).get("model_class")
+        built = f"{type(model).__module__}.{type(model).__qualname__}"
+        if stored is not None and stored != built:
+            raise ValueError(f"checkpoint {checkpoint} holds a {stored}, but config {config} trains a "
+                             f"{model_class}; pass a checkpoint of that config's run.")
+        train = dm.split.train
+        model.bind_data(train)
+        table = _checkpoint_table(model, ckpt, dm.n_items, model_class)
+    folder = Path(cache_dir) if cache_dir is not None else default_collab_cache_dir()
+    path = folder / f"{collab_cache_key(text, seed, train.fingerprint, model_class)}.npy"
+    info = {**(run_info or {}), "best_epoch": int(ckpt.get("epoch", -1)), "seed": int(seed),
+            "adopted_from": Path(checkpoint).name,
+            "config_sha256": hashlib.sha256(text.encode()).hexdigest(), "model": model_class,
+            "train_fingerprint": train.fingerprint, "shape": list(table.shape)}
+    atomic_write(path.with_suffix(".json"), lambda fh: fh.write(json.dumps(info, indent=1).encode()))
+    buf = io.BytesIO()
+    np.save(buf, table, allow_pickle=False)
+    atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    logger.info("item table of %s adopted into the collaborative cache at %s", checkpoint, path)
+    return path
+
+
+def _checkpoint_table(model: Any, ckpt: dict[str, Any], n_items: int, model_class: str) -> np.ndarray:
+    """``model``'s item table with ``ckpt``'s weights, padding row zeroed; checks the shape."""
+    import torch
+
+    if not callable(getattr(model, "item_embeddings", None)):
+        raise ValueError(f"model {model_class} has no item_embeddings(); use a model with an item table "
+                         "(recframe.models.SASRec, LightGCN, BPRMF).")
+    try:
+        model.load_state_dict(ckpt["state_dict"])
+    except (KeyError, RuntimeError) as exc:
+        raise ValueError(f"the checkpoint does not fit {model_class} built from its config "
+                         f"({type(exc).__name__}: {str(exc)[:200]}).") from None
+    model.eval()
+    with torch.no_grad():
+        table = model.item_embeddings().detach().float().cpu().numpy().copy()
+    if table.ndim != 2 or table.shape[0] != n_items + 1:
+        raise ValueError(f"{model_class}.item_embeddings() returned shape {table.shape}; expected "
+                         f"[{n_items + 1}, d].")
+    table[0] = 0.0
+    return np.ascontiguousarray(table, dtype=np.float32)
 
 
 def hybrid_item_features(text: Any, collab: Any, collab_weight: float = 0.5) -> np.ndarray:

@@ -170,3 +170,44 @@ def test_bad_configs_are_refused(tmp_path):
     pop.write_text(Path("configs/smoke/popularity.yaml").read_text())
     with pytest.raises(ValueError, match="no item_embeddings"):
         co.train_item_table(pop, 0)
+
+
+def test_adopted_run_gives_the_trained_table_without_training(trained, monkeypatch, tmp_path, in_tmp):
+    """`recframe fit --config CONFIG --seed_everything 0 --trainer.max_time null`, adopted, is a cache hit
+    equal (same process, same thread count) to the table the in-process training produced."""
+    from recframe.cli import run_cli
+
+    train, _, table, _, _ = trained
+    config = Path(__file__).resolve().parents[2] / CONFIG
+    cli = run_cli(["--config", str(config), "--seed_everything", "0", "--trainer.max_time", "null",
+                   "--trainer.default_root_dir", str(tmp_path), "--trainer.logger.init_args.save_dir",
+                   str(tmp_path / "runs")], run=False)
+    cli.trainer.fit(cli.model, cli.datamodule)
+    best = cli.trainer.checkpoint_callback.best_model_path
+    cache = tmp_path / "cache"
+    path = co.adopt_item_table(config, best, seed=0, run_info={"train_seconds": 1.0}, cache_dir=cache)
+    assert path == co.collaborative_cache_path(train, config, 0, cache)
+
+    def boom(*a, **k):
+        raise AssertionError("retrained although the run was adopted")
+
+    monkeypatch.setattr(co, "train_item_table", boom)
+    adopted = collaborative_item_embeddings(train, config, seed=0, cache_dir=cache)
+    np.testing.assert_allclose(adopted, table, rtol=0, atol=1e-6)
+    info = co.read_run_info(train, config, 0, cache)
+    assert info["adopted_from"] == Path(best).name and info["train_seconds"] == 1.0
+
+
+def test_adopting_a_checkpoint_of_another_model_is_refused(tmp_path, in_tmp):
+    from recframe.cli import run_cli
+
+    config = Path(__file__).resolve().parents[2] / "configs/smoke/popularity.yaml"
+    cli = run_cli(["--config", str(config), "--trainer.default_root_dir", str(tmp_path),
+                   "--trainer.logger", "false"], run=False)
+    cli.trainer.fit(cli.model, cli.datamodule)
+    ckpt = cli.trainer.checkpoint_callback.best_model_path or cli.trainer.checkpoint_callback.last_model_path
+    sasrec = Path(__file__).resolve().parents[2] / CONFIG
+    with pytest.raises(ValueError, match="Popularity"):
+        co.adopt_item_table(sasrec, ckpt, seed=0, cache_dir=tmp_path / "cache")
+    with pytest.raises(FileNotFoundError, match="missing.ckpt"):
+        co.adopt_item_table(sasrec, tmp_path / "missing.ckpt", cache_dir=tmp_path / "cache")

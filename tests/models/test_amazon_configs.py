@@ -131,3 +131,27 @@ def test_the_scalable_loss_row_differs_from_sasrec_in_the_loss_alone() -> None:
     logq["trainer"]["logger"]["init_args"].pop("name")
     full["trainer"]["logger"]["init_args"].pop("name")
     assert logq == full
+
+
+def test_finished_sasrec_runs_are_adopted_for_pending_collaborative_seeds(tmp_path, monkeypatch) -> None:
+    """Only a seed that a pending collaborative job needs, with a finished SASRec run of this table's config
+    and its checkpoint on disk, is adopted."""
+    import json
+
+    import recframe.features as features
+    from benchmarks import amazon
+
+    monkeypatch.setattr(amazon, "folder", lambda dataset: tmp_path)
+    ckpt = tmp_path / "best.ckpt"
+    ckpt.write_bytes(b"x")
+    for seed in (0, 1, 2):
+        (tmp_path / f"SASRec__seed{seed}.json").write_text(json.dumps({
+            "config": "configs/amazon/sasrec_beauty.yaml" if seed != 2 else "configs/amazon/other.yaml",
+            "best_checkpoint": str(ckpt), "valid": {"ndcg@10": 0.07}, "epochs": 40, "train_seconds": 9.0}))
+    (tmp_path / "TIGER__collaborative_IDs__seed1.json").write_text("{}")  # seed 1 finished already
+    calls = []
+    monkeypatch.setattr(features, "adopt_item_table", lambda config, checkpoint, seed, run_info:
+                        calls.append((Path(config).name, seed, run_info["epochs"])))
+    jobs = [("TIGER (collaborative IDs)", s) for s in (0, 1, 2, 3)] + [("TIGER (attribute IDs)", 4)]
+    assert amazon.adopt_sasrec_tables("beauty", jobs) == [0]
+    assert calls == [("sasrec_beauty.yaml", 0, 40)]
