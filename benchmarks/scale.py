@@ -391,12 +391,26 @@ def slope(rows: list[dict[str, Any]]) -> float | None:
     return float(np.log(c1 / c0) / np.log(x1 / x0))
 
 
+def commands_line(meta: dict[str, Any]) -> str:
+    """The invocation, or every invocation merged into the table, oldest first."""
+    commands = meta.get("commands") or [meta["command"]]
+    if len(commands) == 1:
+        return f"`{commands[0]}`"
+    return "Merged from " + "; then ".join(f"`{c}`" for c in commands) + ";"
+
+
+def plot_label(title: str) -> str:
+    """A component's title as plotted: throughputs are drawn as their inverse (seconds per unit)."""
+    return title.replace("users/s", "s per user").replace("queries/s", "s per query")
+
+
 def markdown(results: list[dict[str, Any]], sizes: list[str], meta: dict[str, Any]) -> str:
     label = {s: SIZE_LABEL.get(s, f"{parse_size(s)[0]:,} items") for s in sizes}
     lines = [
         "# Scale: cost of each component at 1x / 10x / 100x ML-100K (and 1M items)",
         "",
-        f"`{meta['command']}` on {meta['device_name']} ({meta['device']}), one thread; each cell in a fresh "
+        f"{commands_line(meta)} on {meta['device_name']} ({meta['device']}), one thread; each cell in a "
+        "fresh "
         "process, value then that process's peak RSS (imports included). Rows: 100k / 1M / 10M at 1.7k / 17k "
         "/ 170k items (1M items: 10M rows). Training steps and fits: seconds; throughputs: per second. "
         "Slope: log-log slope of cost against items (rows for data) between the smallest and largest size "
@@ -429,7 +443,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> Path:
 
     from benchmarks.common import save_figure
 
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, ax = plt.subplots(figsize=(10.5, 5.5))
     lo, hi = np.inf, 0.0
     for comp, title in COMPONENTS.items():
         pts = sorted((r["rows"] if comp == "data" else r["items"], cost(r)) for r in results
@@ -437,7 +451,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> Path:
         if not pts:
             continue
         xs, ys = zip(*pts)
-        line, = ax.plot(xs, ys, marker="o", label=title)
+        line, = ax.plot(xs, ys, marker="o", label=plot_label(title))
         ref = np.array([xs[0], xs[-1]], dtype=float)
         if len(pts) > 1:
             ax.plot(ref, ys[0] * ref / ref[0], linestyle=":", color=line.get_color(), alpha=0.6)
@@ -447,7 +461,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> Path:
     ax.set_xlabel("catalogue size (items; rows for data)")
     ax.set_ylabel("seconds per step / fit / user / query")
     ax.set_title("Cost against size (dotted: linear from each first point)")
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return save_figure(fig, path)
@@ -466,6 +480,7 @@ def write(results: list[dict[str, Any]], sizes: list[str], meta: dict[str, Any],
         old = json.loads(js.read_text())
         results = [r for r in old.get("cells", []) if (r["component"], r["size"]) not in fresh] + results
         sizes = [s for s in old.get("sizes", []) if s not in sizes] + sizes
+        meta = {**meta, "commands": list(old.get("commands") or [old["command"]]) + [meta["command"]]}
     order = {s: k for k, s in enumerate(sorted(sizes, key=lambda s: parse_size(s)))}
     sizes = sorted(set(sizes), key=order.get)
     payload = {**meta, "sizes": sizes, "cells": results, "versions": library_versions(), "machine": machine(),

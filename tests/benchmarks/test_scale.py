@@ -44,3 +44,16 @@ def test_random_codes_are_a_valid_table() -> None:
 def test_slope_of_a_linear_cost_is_one() -> None:
     rows = [{"component": "evaluator", "items": n, "rows": 10 * n, "seconds": 2e-6 * n} for n in (100, 10**4)]
     assert abs(scale.slope(rows) - 1.0) < 1e-9
+
+
+def test_a_merged_table_names_every_invocation_in_order(tmp_path: Path) -> None:
+    cell = {"component": "data", "size": "200x3000", "rows": 3000, "items": 200, "seconds": 0.1,
+            "peak_rss_mb": 500.0, "bytes_per_row_above_imports": 100.0}
+    meta = {"device": "cpu", "device_name": "test cpu"}
+    scale.write([cell], ["200x3000"], {**meta, "command": "first"}, tmp_path, "m", merge=True)
+    assert "`first` on test cpu" in (tmp_path / "m.md").read_text()
+    later = {**cell, "size": "300x3000", "items": 300}
+    scale.write([later], ["300x3000"], {**meta, "command": "second"}, tmp_path, "m", merge=True)
+    payload = json.loads((tmp_path / "m.json").read_text())
+    assert payload["commands"] == ["first", "second"] and len(payload["cells"]) == 2
+    assert "Merged from `first`; then `second`; on test cpu" in (tmp_path / "m.md").read_text()
