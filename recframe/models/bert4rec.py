@@ -15,8 +15,8 @@ Choices, stated (the field's practice, and why):
 * **The paper's "mask the last item" samples** (Sun et al. §3.6): with probability ``last_mask_rate`` a window
   is masked at its latest item only, which matches the inference task (predict what follows the history).
 * **Loss**: cross-entropy over the **full catalogue** at the masked positions only (``loss_type="ce"``, as
-  RecBole's CE); ``loss_type="sampled"`` uses the sampled softmax shared with SASRec and GRU4Rec
-  (:func:`recframe.models.losses.next_item_loss`).
+  RecBole's CE); the scalable losses shared with SASRec and GRU4Rec apply too
+  (:class:`recframe.models.losses.NextItemLoss`: ``chunked``, ``sampled_logq``, ``sampled``).
 * **Output head** as BERT's masked-LM head and the BERT4Rec code: a dense layer, GELU and LayerNorm, then an
   inner product with the (tied) input item embeddings plus a per-item output bias. The bias is folded into
   the embeddings (query ``[t, 1]``, item ``[e_i, b_i]``), so the model is an
@@ -39,9 +39,10 @@ from typing import ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
+from recframe.data.interactions import Interactions
 from recframe.models.base import EmbeddingModel
 from recframe.models.layers import TransformerBlock, encode_sequence, init_transformer_weights
-from recframe.models.losses import next_item_loss
+from recframe.models.losses import NextItemLoss
 
 
 class BERT4Rec(EmbeddingModel):
@@ -60,12 +61,15 @@ class BERT4Rec(EmbeddingModel):
         attn_dropout: dropout on attention weights.
         mask_prob: probability that each item of a training window is masked.
         last_mask_rate: share of training windows masked at their latest item only (Sun et al. §3.6).
-        loss_type: ``ce`` (full softmax over the catalogue) or ``sampled`` (sampled softmax).
-        n_negatives: uniform negatives for the sampled softmax.
+        loss_type: ``ce`` (full softmax over the catalogue), ``chunked`` (the same, in item chunks),
+            ``sampled`` (uncorrected sampled softmax) or ``sampled_logq`` (sampled softmax, logQ-corrected).
+        n_negatives: sampled negatives of ``sampled`` and ``sampled_logq``.
         lr: learning rate.
         weight_decay: weight decay (L2 with Adam, decoupled with AdamW).
         optimizer: ``adam`` or ``adamw``.
         n_kv_heads: key/value heads for grouped-query attention (``None``: one per query head).
+        chunk_size: items per chunk of ``chunked``.
+        sampler: ``uniform`` or ``popularity`` negatives of ``sampled_logq``.
     """
 
     train_batch: ClassVar[str] = "sequence"
@@ -74,22 +78,23 @@ class BERT4Rec(EmbeddingModel):
     def __init__(self, n_items: int, n_users: int = 0, max_len: int = 50, hidden: int = 64,
                  n_layers: int = 2, n_heads: int = 2, inner: int = 256, dropout: float = 0.2,
                  attn_dropout: float = 0.2, mask_prob: float = 0.2, last_mask_rate: float = 0.0,
-                 loss_type: Literal["ce", "sampled"] = "ce", n_negatives: int = 256, lr: float = 1e-3,
+                 loss_type: Literal["ce", "chunked", "sampled", "sampled_logq"] = "ce",
+                 n_negatives: int = 256, lr: float = 1e-3,
                  weight_decay: float = 0.0, optimizer: Literal["adam", "adamw"] = "adam",
-                 n_kv_heads: int | None = None) -> None:
+                 n_kv_heads: int | None = None, chunk_size: int = 8192,
+                 sampler: Literal["uniform", "popularity"] = "uniform") -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
         if not 0.0 < mask_prob <= 1.0:
             raise ValueError(f"BERT4Rec: mask_prob={mask_prob}; it must be in (0, 1] (the paper uses 0.2).")
         if not 0.0 <= last_mask_rate <= 1.0:
             raise ValueError(f"BERT4Rec: last_mask_rate={last_mask_rate}; it must be in [0, 1].")
-        if loss_type not in ("ce", "sampled"):
-            raise ValueError(f"BERT4Rec: loss_type={loss_type!r}; use 'ce' or 'sampled'.")
         self.save_hyperparameters()
         self.max_len = max_len
         self.mask_prob = mask_prob
         self.last_mask_rate = last_mask_rate
         self.loss_type = loss_type
         self.n_negatives = n_negatives
+        self.next_item = NextItemLoss(n_items, loss_type, n_negatives, chunk_size, sampler)
         self.mask_token = n_items + 1
         self.item_emb = nn.Embedding(n_items + 2, hidden, padding_idx=0)
         self.pos_emb = nn.Embedding(max_len + 1, hidden)
@@ -152,7 +157,10 @@ class BERT4Rec(EmbeddingModel):
         keep = labels > 0
         self._masked = int(keep.sum())
         query = self.output_query(self.encode(masked)[keep])
-        return next_item_loss(query, labels[keep], self.item_embeddings(), self.loss_type, self.n_negatives)
+        return self.next_item(query, labels[keep], self.item_embeddings())
+
+    def bind_data(self, train: Interactions) -> None:
+        self.next_item.bind_counts(train.item_popularity())
 
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
         masked, labels = self.mask_items(self.training_sequence(batch))

@@ -9,8 +9,10 @@ Choices, stated:
   a well-trained GRU4Rec competitive with transformers), it is trained on windows of each user's history
   with cross-entropy over the **full catalogue** at **every position** (``loss_type="ce"``), the same
   objective as :class:`~recframe.models.SASRec`. The paper's session-parallel mini-batches, TOP1/BPR losses
-  and in-batch negatives are not used; ``loss_type="sampled"`` gives a sampled softmax over uniform
-  negatives instead (shared with SASRec: :func:`recframe.models.losses.next_item_loss`).
+  and in-batch negatives are not used. For large catalogues the scalable losses shared with SASRec apply
+  (:class:`recframe.models.losses.NextItemLoss`): ``chunked`` (the same cross-entropy in item chunks),
+  ``sampled_logq`` (sampled softmax over in-batch plus uniform or popularity negatives, logQ-corrected) and
+  ``sampled`` (uncorrected, uniform negatives).
 * **Output layer tied to the input embeddings.** A linear layer maps the GRU state (``hidden``) to the
   embedding width (``dim``) and items are scored by inner product with their input embeddings (RecBole's
   GRU4Rec). This makes it an :class:`~recframe.models.base.EmbeddingModel`: FAISS can serve it.
@@ -31,8 +33,9 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from recframe.data.interactions import Interactions
 from recframe.models.base import EmbeddingModel
-from recframe.models.losses import next_item_loss
+from recframe.models.losses import NextItemLoss
 
 
 class GRU4Rec(EmbeddingModel):
@@ -46,23 +49,27 @@ class GRU4Rec(EmbeddingModel):
         hidden: GRU state width.
         n_layers: stacked GRU layers.
         dropout: dropout on the item embeddings fed to the GRU (and between GRU layers when ``n_layers > 1``).
-        loss_type: ``ce`` (full softmax) or ``sampled`` (sampled softmax over ``n_negatives`` negatives).
-        n_negatives: uniform negatives for the sampled softmax.
+        loss_type: ``ce`` (full softmax), ``chunked`` (the same, in item chunks), ``sampled``
+            (uncorrected sampled softmax) or ``sampled_logq`` (sampled softmax with logQ correction).
+        n_negatives: sampled negatives of ``sampled`` and ``sampled_logq``.
         lr: learning rate.
         weight_decay: weight decay (L2 with Adam, decoupled with AdamW).
         optimizer: ``adam`` or ``adamw``.
+        chunk_size: items per chunk of ``chunked``.
+        sampler: ``uniform`` or ``popularity`` negatives of ``sampled_logq``.
     """
 
     train_batch: ClassVar[str] = "sequence"
     uses_history: ClassVar[bool] = True
 
     def __init__(self, n_items: int, n_users: int = 0, max_len: int = 50, dim: int = 64, hidden: int = 128,
-                 n_layers: int = 1, dropout: float = 0.3, loss_type: Literal["ce", "sampled"] = "ce",
+                 n_layers: int = 1, dropout: float = 0.3,
+                 loss_type: Literal["ce", "chunked", "sampled", "sampled_logq"] = "ce",
                  n_negatives: int = 256, lr: float = 1e-3, weight_decay: float = 0.0,
-                 optimizer: Literal["adam", "adamw"] = "adam") -> None:
+                 optimizer: Literal["adam", "adamw"] = "adam", chunk_size: int = 8192,
+                 sampler: Literal["uniform", "popularity"] = "uniform") -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
-        if loss_type not in ("ce", "sampled"):
-            raise ValueError(f"GRU4Rec: loss_type={loss_type!r}; use 'ce' or 'sampled'.")
+        self.next_item = NextItemLoss(n_items, loss_type, n_negatives, chunk_size, sampler)
         self.save_hyperparameters()
         self.max_len = max_len
         self.loss_type = loss_type
@@ -103,7 +110,10 @@ class GRU4Rec(EmbeddingModel):
         h = self.encode(batch["input"])
         target = batch["target"]
         keep = target > 0
-        return next_item_loss(h[keep], target[keep], self.item_emb.weight, self.loss_type, self.n_negatives)
+        return self.next_item(h[keep], target[keep], self.item_emb.weight)
+
+    def bind_data(self, train: Interactions) -> None:
+        self.next_item.bind_counts(train.item_popularity())
 
     def loss_terms(self, batch: dict[str, Tensor]) -> int:
         return int((batch["target"] > 0).sum())

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from recframe.models import SASRec
+from recframe.models import BERT4Rec, GRU4Rec, SASRec
 from recframe.models.losses import NextItemLoss, ce_chunked, next_item_loss, sampled_logq
 
 
@@ -91,13 +91,23 @@ def test_chunked_ce_gradcheck_and_upstream_gradient() -> None:
     torch.testing.assert_close(gh, h.grad)
 
 
-def test_sasrec_chunked_equals_ce_end_to_end() -> None:
+SEQUENTIAL = {
+    "SASRec": lambda **kw: SASRec(n_items=60, max_len=6, hidden=16, n_layers=1, n_heads=2, inner=32, **kw),
+    "GRU4Rec": lambda **kw: GRU4Rec(n_items=60, max_len=6, dim=16, hidden=16, **kw),
+    "BERT4Rec": lambda **kw: BERT4Rec(n_items=60, max_len=6, hidden=16, n_layers=1, n_heads=2, inner=32,
+                                      **kw),
+}
+"""Every sequential model on the shared next-item loss, small enough for exact gradient comparisons."""
+
+
+@pytest.mark.parametrize("name", list(SEQUENTIAL))
+def test_chunked_equals_ce_end_to_end(name: str) -> None:
+    build = SEQUENTIAL[name]
     torch.manual_seed(0)
-    ce = SASRec(n_items=60, max_len=6, hidden=16, n_layers=1, n_heads=2, inner=32, loss_type="ce")
+    ce = build(loss_type="ce")
     torch.manual_seed(0)
-    chunked = SASRec(n_items=60, max_len=6, hidden=16, n_layers=1, n_heads=2, inner=32, loss_type="chunked",
-                     chunk_size=7)
-    assert ce.state_dict().keys() == chunked.state_dict().keys()
+    chunked = build(loss_type="chunked", chunk_size=7)
+    assert ce.state_dict().keys() == chunked.state_dict().keys()  # a ce checkpoint loads into chunked
     batch = _batch(60, seed=5)
     a, ga = _loss_and_grads(ce, lambda m, b: m.loss(b), batch, seed=1)
     b, gb = _loss_and_grads(chunked, lambda m, b: m.loss(b), batch, seed=1)
@@ -182,18 +192,21 @@ def test_sampled_logq_masks_hits_and_checks_its_inputs() -> None:
         sampled_logq(h, target, w, 0, in_batch=False)
 
 
-def test_sasrec_sampled_logq_needs_and_keeps_item_counts() -> None:
+@pytest.mark.parametrize("name", list(SEQUENTIAL))
+def test_sampled_logq_needs_and_keeps_item_counts(name: str) -> None:
     torch.manual_seed(0)
-    model = SASRec(n_items=30, max_len=6, hidden=16, n_layers=1, n_heads=2, inner=32,
-                   loss_type="sampled_logq", n_negatives=8, sampler="popularity")
-    batch = _batch(30)
+    model = SEQUENTIAL[name](loss_type="sampled_logq", n_negatives=8, sampler="popularity")
+    batch = _batch(60)
     with pytest.raises(ValueError, match="item counts"):
         model.loss(batch)
-    counts = np.arange(31)
+    counts = np.arange(61)
     model.next_item.bind_counts(counts)
-    assert torch.isfinite(model.loss(batch))
-    assert torch.equal(model.state_dict()["next_item.item_counts"], torch.arange(31))
-    with pytest.raises(ValueError, match="30 items"):
+    loss = model.loss(batch)
+    assert torch.isfinite(loss)
+    loss.backward()  # the sampled loss trains the item table
+    assert float(model.item_emb.weight.grad.abs().sum()) > 0
+    assert torch.equal(model.state_dict()["next_item.item_counts"], torch.arange(61))
+    with pytest.raises(ValueError, match="60 items"):
         model.next_item.bind_counts(np.arange(5))
 
 
