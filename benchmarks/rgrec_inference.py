@@ -14,8 +14,9 @@ content features instead, :func:`benchmarks.decoding.make_codes`); the cost does
 Models. :class:`recframe.models.generative.TIGER` sized as ``configs/tiger_ml100k.yaml`` (its ``dim``,
 ``n_layers``, ``n_heads``, ``inner``, ``dropout``, ``history_tokens``, ``normalize``, ``embedding_std`` and
 ``max_len``), random init, built twice from the same seed: once plain, once with ``addons: [RGRec()]`` (all
-three objectives on), the second given the first's ``state_dict`` (strict load: the add-on adds no key) and
-its item graph built by ``model.bind_data(train)`` from the leave-one-out training split, as at fit.
+three objectives on), the second given the first's ``state_dict`` (a strict load: the add-on's only entry,
+its sampling counter, may be missing, and its graph is rebuilt, not loaded) and its item graph built by
+``model.bind_data(train)`` from the leave-one-out training split, as at fit.
 
 Timed, per model, in ``torch.inference_mode`` with ``--threads`` torch threads, on the same users in batches
 of ``--batch``: exact full-catalogue scoring ``model.score(batch)`` (cached K/V walk) and trie-constrained
@@ -87,7 +88,7 @@ def build_models(codes: np.ndarray, sizes: tuple[int, ...], n_items: int, train:
         model.build_backbone(codes, sizes)
         models.append(model)
     plain, rgrec = models
-    rgrec.load_state_dict(plain.state_dict())  # strict: the add-on has no state_dict key
+    rgrec.load_state_dict(plain.state_dict())  # strict; the add-on's counter may be absent
     t0 = clock()
     rgrec.bind_data(train)  # the backbone exists: only the add-ons' hook runs (the item graph)
     build = clock() - t0
