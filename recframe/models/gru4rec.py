@@ -27,18 +27,17 @@ Choices, stated:
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from recframe.data.interactions import Interactions
-from recframe.models.base import EmbeddingModel
 from recframe.models.losses import NextItemLoss
+from recframe.models.sequential import NextItemModel
 
 
-class GRU4Rec(EmbeddingModel):
+class GRU4Rec(NextItemModel):
     """Recurrent sequential recommender trained with full-catalogue cross-entropy.
 
     Args:
@@ -58,9 +57,6 @@ class GRU4Rec(EmbeddingModel):
         chunk_size: items per chunk of ``chunked``.
         sampler: ``uniform`` or ``popularity`` negatives of ``sampled_logq``.
     """
-
-    train_batch: ClassVar[str] = "sequence"
-    uses_history: ClassVar[bool] = True
 
     def __init__(self, n_items: int, n_users: int = 0, max_len: int = 50, dim: int = 64, hidden: int = 128,
                  n_layers: int = 1, dropout: float = 0.3,
@@ -105,21 +101,3 @@ class GRU4Rec(EmbeddingModel):
         to_left = ((cols - pad[:, None]) % W)[..., None]  # back to left padding
         out = out.gather(1, to_left.expand(B, W, out.shape[-1]))
         return self.proj(out) * (items > 0)[..., None].to(out.dtype)
-
-    def loss(self, batch: dict[str, Tensor]) -> Tensor:
-        h = self.encode(batch["input"])
-        target = batch["target"]
-        keep = target > 0
-        return self.next_item(h[keep], target[keep], self.item_emb.weight)
-
-    def bind_data(self, train: Interactions) -> None:
-        self.next_item.bind_counts(train.item_popularity())
-
-    def loss_terms(self, batch: dict[str, Tensor]) -> int:
-        return int((batch["target"] > 0).sum())
-
-    def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
-        return self.encode(batch["history"])[:, -1]
-
-    def item_embeddings(self) -> Tensor:
-        return self.item_emb.weight

@@ -20,18 +20,17 @@ Choices, stated:
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from torch import Tensor, nn
 
-from recframe.data.interactions import Interactions
 from recframe.models.addons import EmbeddingAddon
-from recframe.models.base import EmbeddingModel
 from recframe.models.layers import TransformerBlock, encode_sequence, init_transformer_weights
 from recframe.models.losses import NextItemLoss
+from recframe.models.sequential import NextItemModel
 
 
-class SASRec(EmbeddingModel):
+class SASRec(NextItemModel):
     """Self-attentive sequential recommender.
 
     Args:
@@ -53,9 +52,6 @@ class SASRec(EmbeddingModel):
         addons: embedding add-ons (:class:`~recframe.models.addons.EmbeddingAddon`, e.g.
             :class:`~recframe.models.signed.ValenceMargin`); their specs are stored in the hyperparameters.
     """
-
-    train_batch: ClassVar[str] = "sequence"
-    uses_history: ClassVar[bool] = True
 
     def __init__(self, n_items: int, n_users: int = 0, max_len: int = 50, hidden: int = 64,
                  n_layers: int = 2, n_heads: int = 2, inner: int = 256, dropout: float = 0.2,
@@ -88,21 +84,3 @@ class SASRec(EmbeddingModel):
         items = items[:, -self.max_len:]
         return encode_sequence(self.item_emb(items), items, self.pos_emb, self.emb_drop, self.blocks,
                                self.final_norm)
-
-    def loss(self, batch: dict[str, Tensor]) -> Tensor:
-        h = self.encode(batch["input"])
-        target = batch["target"]
-        keep = target > 0
-        return self.next_item(h[keep], target[keep], self.item_emb.weight)
-
-    def bind_data(self, train: Interactions) -> None:
-        self.next_item.bind_counts(train.item_popularity())
-
-    def loss_terms(self, batch: dict[str, Tensor]) -> int:
-        return int((batch["target"] > 0).sum())
-
-    def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
-        return self.encode(batch["history"])[:, -1]
-
-    def item_embeddings(self) -> Tensor:
-        return self.item_emb.weight

@@ -1,0 +1,57 @@
+"""The next-item training and serving shared by the autoregressive sequential models (SASRec, GRU4Rec).
+
+A subclass encodes left-padded item sequences into hidden states (``encode``), keeps its tied item table in
+``item_emb`` and its objective in ``next_item`` (:class:`~recframe.models.losses.NextItemLoss`). Training
+predicts the next item at every real position of a ``sequence`` batch; the query of a user is the hidden
+state after the latest item; items are scored by inner product with the same table that feeds the
+encoder (so FAISS can serve the model). BERT4Rec trains on masked positions instead and keeps its own
+loss.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import ClassVar
+
+from torch import Tensor, nn
+
+from recframe.data.interactions import Interactions
+from recframe.models.base import EmbeddingModel
+from recframe.models.losses import NextItemLoss
+
+
+class NextItemModel(EmbeddingModel):
+    """An embedding model trained to predict the next item at every position of its training windows.
+
+    Subclasses set ``item_emb`` (``nn.Embedding(n_items + 1, d)``, row 0 padding) and ``next_item``, and
+    implement :meth:`encode`.
+    """
+
+    train_batch: ClassVar[str] = "sequence"
+    uses_history: ClassVar[bool] = True
+    item_emb: nn.Embedding
+    next_item: NextItemLoss
+
+    @abstractmethod
+    def encode(self, items: Tensor) -> Tensor:
+        """Hidden states ``[B, L, d]`` for left-padded item sequences ``[B, L]``."""
+
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        """The next-item loss over every position whose target is a real item."""
+        h = self.encode(batch["input"])
+        target = batch["target"]
+        keep = target > 0
+        return self.next_item(h[keep], target[keep], self.item_emb.weight)
+
+    def bind_data(self, train: Interactions) -> None:
+        """Give the loss the training split's item counts (used by ``sampled_logq`` only)."""
+        self.next_item.bind_counts(train.item_popularity())
+
+    def loss_terms(self, batch: dict[str, Tensor]) -> int:
+        return int((batch["target"] > 0).sum())
+
+    def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
+        return self.encode(batch["history"])[:, -1]
+
+    def item_embeddings(self) -> Tensor:
+        return self.item_emb.weight
