@@ -18,7 +18,8 @@ interrupted one from its ``last.ckpt``. Several processes may share the work (ea
 
 Settings: every row's config is fixed before any run (the recipe is written in the config); no row was
 searched, so every model had the same search budget (one point). HR@K equals Recall@K here (one held-out
-item per user). Writes ``benchmarks/results/amazon_<dataset>.{json,md}``.
+item per user). Writes ``benchmarks/results/amazon_<dataset>.{json,md,png}`` (the plot: test NDCG@10 of
+every row beside the published ones).
 """
 
 from __future__ import annotations
@@ -286,6 +287,33 @@ def render(dataset: str, summary: Mapping[str, Mapping[str, Any]], comps: Mappin
     return text
 
 
+def plot(dataset: str, summary: Mapping[str, Any], path: Path) -> Path:
+    """Test NDCG@10 of every row, ours (mean, error bar: sample std over seeds) and the published ones."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from benchmarks.common import save_figure
+
+    bars = [(row, *entry["ndcg@10"], True) for row, entry in summary.items()]
+    bars += [(row, values["ndcg@10"], 0.0, False) for row, values in PUBLISHED[dataset].items()
+             if "ndcg@10" in values]
+    bars.sort(key=lambda bar: bar[1])
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(bars) + 1.2))
+    ys = range(len(bars))
+    ax.barh(ys, [b[1] for b in bars], xerr=[b[2] for b in bars],
+            color=["tab:blue" if b[3] else "lightgrey" for b in bars],
+            edgecolor=["tab:blue" if b[3] else "grey" for b in bars])
+    ax.set_yticks(list(ys), [b[0] for b in bars], fontsize=7)
+    ax.set_xlabel("test NDCG@10 (leave-one-out, full ranking)")
+    ax.set_title(f"Amazon {DATASETS[dataset]}: ours (blue, ± std over seeds) and published (grey)",
+                 fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", choices=list(DATASETS), required=True)
@@ -312,8 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     payload = {"dataset": ns.dataset, "summary": summary, "comparisons": comps,
                "published": PUBLISHED[ns.dataset]}
     js, out = write_results(f"amazon_{ns.dataset}", payload, md)
+    png = plot(ns.dataset, summary, js.with_suffix(".png"))
     print(md)
-    print(f"wrote {js} and {out}")
+    print(f"wrote {js}, {out} and {png}")
     return 0
 
 

@@ -155,3 +155,11 @@ def test_finished_sasrec_runs_are_adopted_for_pending_collaborative_seeds(tmp_pa
     jobs = [("TIGER (collaborative IDs)", s) for s in (0, 1, 2, 3)] + [("TIGER (attribute IDs)", 4)]
     assert amazon.adopt_sasrec_tables("beauty", jobs) == [0]
     assert calls == [("sasrec_beauty.yaml", 0, 40)]
+
+
+def test_the_plot_draws_our_rows_beside_the_published_ones(tmp_path) -> None:
+    from benchmarks import amazon
+
+    summary = {"SASRec": {"ndcg@10": (0.056, 0.001)}, "Popularity": {"ndcg@10": (0.005, 0.0)}}
+    path = amazon.plot("beauty", summary, tmp_path / "beauty.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
