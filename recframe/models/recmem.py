@@ -69,12 +69,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from typing import Any, ClassVar, Literal
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
-from recframe.models.base import EmbeddingModel
 from recframe.models.layers import (
     CrossAttention,
     TransformerBlock,
@@ -82,6 +81,7 @@ from recframe.models.layers import (
     sequence_attention_mask,
 )
 from recframe.models.losses import NextItemLoss
+from recframe.models.sequential import NextItemModel
 
 
 def gated_update(old: Tensor, write: Tensor, gate: Tensor) -> Tensor:
@@ -172,7 +172,7 @@ class MemoryWriter(nn.Module):
         return self.step(memory, self.encode(tokens, valid), valid)
 
 
-class RecMem(EmbeddingModel):
+class RecMem(NextItemModel):
     """Recurrent memory recommender: forget-gated slots over history segments + a short decoder.
 
     Args:
@@ -210,9 +210,6 @@ class RecMem(EmbeddingModel):
             (logQ-corrected, in-batch plus ``n_negatives`` ``sampler`` negatives); see
             :func:`recframe.models.losses.next_item_loss`.
     """
-
-    train_batch: ClassVar[str] = "sequence"
-    uses_history: ClassVar[bool] = True
 
     def __init__(self, n_items: int, n_users: int = 0, max_len: int = 1024, segment_len: int = 32,
                  n_slots: int = 16, hidden: int = 64, n_layers: int = 2, n_heads: int = 2, inner: int = 256,
@@ -319,22 +316,16 @@ class RecMem(EmbeddingModel):
         return self.final_norm(x[:, M:])
 
     # ---------------------------------------------------------- model API
-    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+    def position_states(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """Each segment decoded against the memory folded from the segments before it (truncated BPTT every
+        ``bptt_segments``); only segments with a counted target are decoded."""
         src, valid = segment_layout(batch["input"], self.segment_len)
         seg_in = to_segments(batch["input"], src, valid, self.segment_len)
         seg_tg = to_segments(batch["target"], src, valid, self.segment_len)
         _, before = self.rollout(seg_in, keep=True, detach_every=self.bptt_segments)
-        used = (seg_tg > 0).any(dim=-1).flatten()  # decode only segments with a counted target
+        used = (seg_tg > 0).any(dim=-1).flatten()
         hidden = self.decode(before.flatten(0, 1)[used], seg_in.flatten(0, 1)[used])
-        target = seg_tg.flatten(0, 1)[used]
-        keep = target > 0
-        return self.next_item(hidden[keep], target[keep], self.item_emb.weight)
-
-    def bind_data(self, train: Any) -> None:
-        self.next_item.bind_counts(train.item_popularity())
-
-    def loss_terms(self, batch: dict[str, Tensor]) -> int:
-        return int((batch["target"] > 0).sum())
+        return hidden, seg_tg.flatten(0, 1)[used]
 
     def query_embedding(self, batch: dict[str, Tensor]) -> Tensor:
         history = batch["history"][:, -self.max_len:]
@@ -344,9 +335,6 @@ class RecMem(EmbeddingModel):
         hidden = self.decode(memory, segs[:, -1])
         last = ((segs[:, -1] > 0).sum(dim=1) - 1).clamp(min=0)
         return hidden[torch.arange(len(last), device=last.device), last]
-
-    def item_embeddings(self) -> Tensor:
-        return self.item_emb.weight
 
     # ----------------------------------------------------------- serving
     def enable_state_cache(self, max_entries: int = 10_000) -> None:

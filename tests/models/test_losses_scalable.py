@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from recframe.models import BERT4Rec, GRU4Rec, SASRec
 from recframe.models.losses import NextItemLoss, ce_chunked, next_item_loss, sampled_logq
+from recframe.models.recmem import RecMem
 
 
 def _batch(n_items: int, seed: int = 0, batch: int = 4, length: int = 6) -> dict[str, torch.Tensor]:
@@ -96,6 +97,8 @@ SEQUENTIAL = {
     "GRU4Rec": lambda **kw: GRU4Rec(n_items=60, max_len=6, dim=16, hidden=16, **kw),
     "BERT4Rec": lambda **kw: BERT4Rec(n_items=60, max_len=6, hidden=16, n_layers=1, n_heads=2, inner=32,
                                       **kw),
+    "RecMem": lambda **kw: RecMem(n_items=60, max_len=6, segment_len=2, n_slots=2, hidden=16, n_layers=1,
+                                  n_heads=2, inner=32, **kw),
 }
 """Every sequential model on the shared next-item loss, small enough for exact gradient comparisons."""
 
