@@ -8,10 +8,22 @@ from typing import Any
 
 import pytest
 
-from recframe.cli import main
+from recframe.cli import RecCLI, main, run_cli
 
 SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
 QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
+
+
+def fit_smoke(config: str | Path, save_dir: Path, epochs: int, *extra: str) -> RecCLI:
+    """``recframe fit`` on a smoke config (a name under ``configs/smoke`` or a path) for ``epochs`` epochs,
+    in process, without a progress bar, logging under ``save_dir``; ``extra`` are more CLI arguments.
+    Returns the fitted CLI (its ``model``, ``datamodule`` and ``trainer``)."""
+    path = config if isinstance(config, Path) else SMOKE / config
+    cli = run_cli(["--config", str(path), "--trainer.max_epochs", str(epochs),
+                   "--trainer.enable_progress_bar", "false",
+                   "--trainer.logger.init_args.save_dir", str(save_dir), *extra], run=False)
+    cli.trainer.fit(cli.model, cli.datamodule)
+    return cli
 
 
 def one_error_line(err: str, *needles: str) -> str:

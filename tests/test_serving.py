@@ -10,17 +10,11 @@ import pytest
 import torch
 
 from recframe import Recommender, UnknownIdError
-from recframe.cli import run_cli
-
-SMOKE = Path(__file__).resolve().parent.parent / "configs" / "smoke"
+from tests.cli_support import fit_smoke
 
 
 def _train(tmp: Path, config: str, name: str) -> tuple[Path, object]:
-    cli = run_cli(["--config", str(SMOKE / config), "--trainer.max_epochs", "2",
-                   "--trainer.enable_progress_bar", "false",
-                   "--trainer.logger.init_args.save_dir", str(tmp / "runs"),
-                   "--trainer.logger.init_args.name", name], run=False)
-    cli.trainer.fit(cli.model, cli.datamodule)
+    cli = fit_smoke(config, tmp / "runs", 2, "--trainer.logger.init_args.name", name)
     last = next((tmp / "runs" / name).glob("version_*/checkpoints/last.ckpt"))
     return last, cli.datamodule
 

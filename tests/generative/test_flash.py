@@ -10,15 +10,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from recframe.cli import run_cli
 from recframe.data.datamodule import RecDataModule
 from recframe.models import Popularity
 from recframe.models.generative import FLASH
 from recframe.models.generative.flash import drop_codes
 from recframe.serving import Recommender
 from recframe.tokenizers import SimHashTokenizer
+from tests.cli_support import fit_smoke
 
-SMOKE = Path(__file__).resolve().parent.parent.parent / "configs" / "smoke"
 EASY = {"n_users": 200, "n_items": 60, "n_clusters": 3, "mean_length": 20, "seed": 1, "seq_strength": 0.95,
         "dislike_rate": 0.0, "drift": 0.0}
 
@@ -122,10 +121,7 @@ def test_flash_learns_planted_successors() -> None:
 
 
 def test_a_fitted_checkpoint_serves_the_models_own_ranking(tmp_path: Path) -> None:
-    cli = run_cli(["--config", str(SMOKE / "flash.yaml"), "--trainer.max_epochs", "1",
-                   "--trainer.enable_progress_bar", "false",
-                   "--trainer.logger.init_args.save_dir", str(tmp_path)], run=False)
-    cli.trainer.fit(cli.model, cli.datamodule)
+    cli = fit_smoke("flash.yaml", tmp_path, 1)
     model = cli.model.eval()
     last = next(tmp_path.glob("*/version_*/checkpoints/last.ckpt"))
     rec = Recommender.from_checkpoint(last)  # rebuilt from the stored codes: no tokenizer, no data

@@ -8,33 +8,19 @@ import lightning as L
 import pytest
 import torch
 
-from recframe.cli import run_cli
 from recframe.data.datamodule import RecDataModule
 from recframe.models import Popularity
 from recframe.models.generative import TIGER, SIDDecoder, TrieRec
 from recframe.serving import Recommender
 from recframe.tokenizers import RQKMeansTokenizer
+from tests.cli_support import fit_smoke
 
-SMOKE = Path(__file__).resolve().parent.parent.parent / "configs" / "smoke"
 SYNTH = {"n_users": 300, "n_items": 150, "n_clusters": 5, "mean_length": 25, "seed": 1}
 
 
 @pytest.mark.parametrize("config", ["tiger.yaml", "sid_decoder.yaml"])
 def test_fit_checkpoint_serve_and_beam_equals_exact(config: str, tmp_path: Path) -> None:
-    cli = run_cli(
-        [
-            "--config",
-            str(SMOKE / config),
-            "--trainer.max_epochs",
-            "2",
-            "--trainer.enable_progress_bar",
-            "false",
-            "--trainer.logger.init_args.save_dir",
-            str(tmp_path),
-        ],
-        run=False,
-    )
-    cli.trainer.fit(cli.model, cli.datamodule)
+    cli = fit_smoke(config, tmp_path, 2)
     model, dm = cli.model.eval(), cli.datamodule
     batch = dm.eval_set("test").batch(list(range(32)), max_len=dm.max_len)
     with torch.no_grad():
@@ -118,11 +104,8 @@ def test_recommender_serves_a_checkpoint_written_with_the_former_trierec_flag(tm
     ``backbone.abs_enc/rel_bias``) is served without a manual migration, with the same recommendations."""
     from recframe.checkpoint_io import load_checkpoint, save_checkpoint
 
-    cli = run_cli(["--config", str(SMOKE / "tiger.yaml"), "--trainer.max_epochs", "1",
-                   "--trainer.enable_progress_bar", "false", "--trainer.logger.init_args.save_dir",
-                   str(tmp_path), "--model.init_args.addons",
-                   '[{"class_path": "recframe.models.generative.TrieRec"}]'], run=False)
-    cli.trainer.fit(cli.model, cli.datamodule)
+    fit_smoke("tiger.yaml", tmp_path, 1, "--model.init_args.addons",
+              '[{"class_path": "recframe.models.generative.TrieRec"}]')
     last = next(tmp_path.glob("*/version_*/checkpoints/last.ckpt"))
     ckpt = load_checkpoint(last)
     ckpt["hyper_parameters"].pop("addons")

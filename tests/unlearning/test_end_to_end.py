@@ -98,22 +98,9 @@ def test_the_planted_concept_leaves_the_lists_and_retain_utility_stays(trained) 
 
 
 def _fit_checkpoint(tmp_path: Path) -> Path:
-    from recframe.cli import run_cli
+    from tests.cli_support import fit_smoke
 
-    cli = run_cli(
-        [
-            "--config",
-            str(ROOT / "configs/smoke/sid_decoder.yaml"),
-            "--trainer.max_epochs",
-            "1",
-            "--trainer.enable_progress_bar",
-            "false",
-            "--trainer.logger.init_args.save_dir",
-            str(tmp_path),
-        ],
-        run=False,
-    )
-    cli.trainer.fit(cli.model, cli.datamodule)
+    cli = fit_smoke("sid_decoder.yaml", tmp_path, 1)
     return Path(cli.trainer.checkpoint_callback.best_model_path)
 
 
