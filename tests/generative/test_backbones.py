@@ -81,6 +81,35 @@ def test_teacher_forced_loss_equals_stepwise_scoring(cls, trierec: bool, history
     torch.testing.assert_close(-logp, per_row, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("history_tokens", ["codes", "items"])
+def test_tiger_compact_loss_equals_the_broadcast_loss_in_value_and_gradient(history_tokens: str) -> None:
+    """Decoding only the real targets (``compact=True``) is the same function as decoding every window
+    position and dropping the padded ones; the default compacts a mostly padded batch."""
+    torch.manual_seed(3)
+    model = TigerBackbone(_codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6,
+                          addons=[TrieRec()], history_tokens=history_tokens)
+    with torch.no_grad():
+        for p in model.addons.parameters():
+            torch.nn.init.normal_(p, std=0.5)
+    inputs = torch.tensor([[0, 0, 0, 0, 3, 5], [0, 0, 0, 1, 2, 3], [0, 0, 0, 0, 0, 4]])
+    targets = torch.tensor([[0, 0, 0, 0, 5, 7], [0, 0, 0, 2, 3, 4], [0, 0, 0, 0, 0, 9]])
+
+    def value_and_grads(compact: bool | None) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        model.zero_grad()
+        loss = model.loss(inputs, targets, compact=compact)
+        loss.backward()
+        return loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    broadcast, g_broadcast = value_and_grads(False)
+    compact, g_compact = value_and_grads(True)
+    default, _ = value_and_grads(None)
+    torch.testing.assert_close(compact, broadcast, rtol=1e-5, atol=1e-6)
+    assert len(g_compact) == len(g_broadcast) > 10
+    for a, b in zip(g_compact, g_broadcast):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert default == compact  # 6 of 18 positions are real: the default compacts (same process, same path)
+
+
 @pytest.mark.parametrize("cls", [TigerBackbone, DecoderBackbone])
 @pytest.mark.parametrize("history_tokens", ["codes", "items"])
 def test_step_is_batched_over_prefixes(cls, history_tokens: str) -> None:

@@ -93,17 +93,36 @@ class TigerBackbone(SIDBackbone):
         return NodeKV(trie, len(self.decoder), first=0)
 
     # ------------------------------------------------------------------ training
-    def loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
-        """Teacher-forced CE over every code of every target of windows ``inputs``/``targets`` ``[B, W]``."""
+    def loss(self, inputs: Tensor, targets: Tensor, *, compact: bool | None = None) -> Tensor:
+        """Teacher-forced CE over every code of every target of windows ``inputs``/``targets`` ``[B, W]``.
+
+        The decoder runs one row per target. ``compact=True`` decodes only the real targets (rows gathered
+        with their user's memory keys/values); ``False`` decodes every window position and drops the padded
+        ones afterwards. Both compute the same function (a test checks values and gradients); they differ in
+        cost and in how dropout draws its masks. ``None`` (default) compacts when at least half of the
+        positions are padding: on short-history data (Amazon's 5-core files, ~12 % real targets in a window
+        of 50) that is about 3x faster per step; ML-100K's batches (~80 % real) keep the broadcast path.
+        """
         memory, valid, _ = self._encode(inputs)
         B, W = inputs.shape
+        keep = targets > 0
+        if compact is None:
+            compact = 2 * int(keep.sum()) <= keep.numel()
         kv = [block.cross.context_kv(memory) for block in self.decoder]
         item_of = torch.arange(W * self.per_item, device=inputs.device) // self.per_item
-        sees = item_of[None, :] <= torch.arange(W, device=inputs.device)[:, None]  # [W(target), K]
-        mask = (sees[None] & valid[:, None, :])[:, :, None, None, :]  # [B, W, 1, 1, K]
-        codes = self.codes[targets]  # [B, W, L]
+        if compact:
+            row, position = keep.nonzero(as_tuple=True)  # [R] each
+            kv = [(k[row], v[row]) for k, v in kv]  # [R, K, H, d_h]
+            sees = item_of[None, :] <= position[:, None]  # [R, K]
+            mask = (sees & valid[row])[:, None, None, None, :]  # [R, 1, 1, 1, K]
+            codes = self.codes[targets[keep]][:, None]  # [R, 1, L]
+        else:
+            sees = item_of[None, :] <= torch.arange(W, device=inputs.device)[:, None]  # [W(target), K]
+            mask = (sees[None] & valid[:, None, :])[:, :, None, None, :]  # [B, W, 1, 1, K]
+            codes = self.codes[targets]  # [B, W, L]
         x, nodes = self.embed_prefix(codes[..., :-1], start=True, position=None)
         ctx = Context(kv=kv, mask=mask, nodes=None, last=None)
-        h = self._decode(x, nodes, ctx, mask)  # [B, W, L, D]
-        keep = targets > 0
+        h = self._decode(x, nodes, ctx, mask)  # [R, 1, L, D] or [B, W, L, D]
+        if compact:
+            return self.level_ce(h[:, 0], codes[:, 0], targets[keep])
         return self.level_ce(h[keep], codes[keep], targets[keep])
