@@ -81,13 +81,14 @@ def test_teacher_forced_loss_equals_stepwise_scoring(cls, trierec: bool, history
     torch.testing.assert_close(-logp, per_row, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("history_tokens", ["codes", "items"])
-def test_tiger_compact_loss_equals_the_broadcast_loss_in_value_and_gradient(history_tokens: str) -> None:
+@pytest.mark.parametrize("cls, history_tokens", [(TigerBackbone, "codes"), (TigerBackbone, "items"),
+                                                 (DecoderBackbone, "items")])
+def test_compact_loss_equals_the_broadcast_loss_in_value_and_gradient(cls, history_tokens: str) -> None:
     """Decoding only the real targets (``compact=True``) is the same function as decoding every window
     position and dropping the padded ones; the default compacts a mostly padded batch."""
     torch.manual_seed(3)
-    model = TigerBackbone(_codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6,
-                          addons=[TrieRec()], history_tokens=history_tokens)
+    model = cls(_codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6,
+                addons=[TrieRec()], history_tokens=history_tokens)
     with torch.no_grad():
         for p in model.addons.parameters():
             torch.nn.init.normal_(p, std=0.5)

@@ -116,10 +116,11 @@ class DecoderBackbone(SIDBackbone):
         return NodeKV(trie, len(self.blocks), first=1)
 
     # ------------------------------------------------------------------ training
-    def loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
-        """Next-token CE on the tokens of every target item of the window."""
+    def loss(self, inputs: Tensor, targets: Tensor, *, compact: bool | None = None) -> Tensor:
+        """Next-token CE on the tokens of every target item of the window (``compact``: see
+        :meth:`_pooled_loss`; a stream of code tokens always runs the whole window)."""
         if self.per_item == 1:
-            return self._pooled_loss(inputs, targets)
+            return self._pooled_loss(inputs, targets, compact)
         window = torch.cat([inputs, targets[:, -1:]], 1)  # the W + 1 items of the window
         h, _, _, _ = self._stream(window)
         B = window.shape[0]
@@ -130,33 +131,60 @@ class DecoderBackbone(SIDBackbone):
         keep = targets > 0
         return self.level_ce(pred[keep], self.codes[targets][keep], targets[keep])
 
-    def _pooled_loss(self, inputs: Tensor, targets: Tensor) -> Tensor:
+    def _pooled_loss(self, inputs: Tensor, targets: Tensor, compact: bool | None = None) -> Tensor:
         """``history_tokens="items"``: the window's items are one token each, so a target's own codes are not
         in the stream. Level 0 of target ``t`` is predicted by history item ``t``'s last hidden state (as at
         inference by ``ctx.last``); levels ``1..L-1`` by prefix rows ``[c_1..c_{L-1}]`` at position ``t + 1``
         that see, in every layer, the cached keys/values of history items ``<= t`` -- the computation
-        :meth:`step` runs at inference, for every target of the window at once."""
+        :meth:`step` runs at inference, for every target of the window at once.
+
+        The prefix rows are ``[B', N']``: every window position (``[B, W]``, padded targets dropped after
+        decoding) or, with ``compact``, only the ``R`` real targets (``[R, 1]``, each with its user's history
+        keys/values gathered). Both compute the same function; ``None`` compacts when at least half of the
+        positions are padding (as ``TigerBackbone.loss`` does).
+        """
         B, W = inputs.shape
         h, nodes, _, layer_inputs = self._stream(inputs)  # h [B, W, D]
-        codes = self.codes[targets]  # [B, W, L]
-        pred = h[:, :, None]
+        keep = targets > 0
+        if compact is None:
+            compact = 2 * int(keep.sum()) <= keep.numel()
+        if compact:
+            row, position = keep.nonzero(as_tuple=True)  # [R] each
+
+            def per_row(t: Tensor) -> Tensor:
+                return t[row]
+
+            rows_target, positions = targets[keep][:, None], position[:, None]  # [R, 1]
+        else:
+
+            def per_row(t: Tensor) -> Tensor:
+                return t
+
+            rows_target, positions = targets, torch.arange(W, device=inputs.device)[None].expand(B, W)
+        codes = self.codes[rows_target]  # [B', N', L]
+        h = per_row(h)
+        pred = h.gather(1, positions[..., None].expand(-1, -1, h.shape[-1]))[:, :, None]  # [B', N', 1, D]
         if self.L > 1:
-            kv = [block.attn.context_kv(block.norm1(x)) for block, x in zip(self.blocks, layer_inputs)]
-            ctx = Context(kv=kv, mask=None, nodes=nodes, last=None)
-            x, pnodes = self.embed_prefix(codes[..., :-1], start=False, position=None)  # [B, W, L-1, D]
-            x = self.drop(x + self.pos(torch.arange(1, W + 1, device=inputs.device))[None, :, None])
+            Bp, Np = rows_target.shape
+            kv = [tuple(per_row(t) for t in block.attn.context_kv(block.norm1(x)))
+                  for block, x in zip(self.blocks, layer_inputs)]
+            fields = (nodes.path, nodes.depth, nodes.occurrence, nodes.subtree, nodes.valid)
+            history = TokenNodes(*(per_row(t) for t in fields))
+            ctx = Context(kv=kv, mask=None, nodes=history, last=None)
+            x, pnodes = self.embed_prefix(codes[..., :-1], start=False, position=None)  # [B', N', L-1, D]
+            x = self.drop(x + self.pos(positions + 1)[:, :, None])
             m = self.L - 1
-            self_bias = self.self_bias(pnodes, pnodes, B, W)
-            flat = TokenNodes(*(t.reshape(B, W * m, *t.shape[2:]) for t in (
+            self_bias = self.self_bias(pnodes, pnodes, Bp, Np)
+            flat = TokenNodes(*(t.reshape(Bp, Np * m, *t.shape[2:]) for t in (
                 pnodes.path, pnodes.depth, pnodes.occurrence, pnodes.subtree, pnodes.valid)))
-            past_bias = self._history_bias(ctx, flat, B, W, m)
+            past_bias = self._history_bias(ctx, flat, Bp, Np, m)
             item = torch.arange(W, device=inputs.device)
-            sees = (item[None, :] <= item[:, None])[None] & nodes.valid[:, None, :]  # [B, W(target), W]
+            sees = (item[None, None, :] <= positions[..., None]) & history.valid[:, None, :]  # [B', N', W]
             past_mask = sees[:, :, None, None, :]
             causal = causal_mask(m, x.device)
             for block, layer_kv in zip(self.blocks, kv):
                 x = block(x, self_mask=causal, self_bias=self_bias, past_kv=layer_kv, past_mask=past_mask,
                           past_bias=past_bias)
-            pred = torch.cat([pred, x], 2)  # [B, W, L, D]
-        keep = targets > 0
-        return self.level_ce(pred[keep], codes[keep], targets[keep])
+            pred = torch.cat([pred, x], 2)  # [B', N', L, D]
+        real = rows_target > 0
+        return self.level_ce(pred[real], codes[real], rows_target[real])
