@@ -1,0 +1,44 @@
+"""Attribute-only ID collisions: hand-computed groups, last items and the path-only NDCG ceiling."""
+
+import math
+
+import numpy as np
+import pytest
+
+from benchmarks.amazon_id_collisions import describe, feature_groups, last_items, path_only_ndcg
+
+
+def test_path_only_ndcg_by_hand() -> None:
+    d = [1 / math.log2(r + 1) for r in range(1, 11)]
+    got = path_only_ndcg(np.array([1, 2, 4, 10, 20]))
+    want = [1.0, (d[0] + d[1]) / 2, sum(d[:4]) / 4, sum(d) / 10, sum(d) / 20]
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_feature_groups_share_identical_rows_only() -> None:
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1e-6], [1.0, 0.0]])
+    group, size = feature_groups(x)
+    assert size.tolist() == [3, 1, 3, 1, 3]
+    assert group[0] == group[2] == group[4] and len({group[0], group[1], group[3]}) == 3
+
+
+def test_last_items_follow_time_then_row_order() -> None:
+    user = np.array([2, 1, 1, 2, 1, 3])
+    item = np.array([5, 6, 7, 8, 9, 4])
+    ts = np.array([1.0, 3.0, 1.0, 0.0, 3.0, 7.0])  # user 1: items 6 and 9 tie at t=3, the later row wins
+    assert last_items(user, item, ts).tolist() == [9, 5, 4]
+
+
+def test_planted_duplicates_collide_under_every_tokenizer() -> None:
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(300, 8)).astype(np.float32)
+    features[10:20] = features[10]  # ten items with one attribute set
+    rows = describe(features, targets=np.array([11, 12, 1]), seed=0)
+    attr = rows["attribute sets"]
+    assert attr["n_paths"] == 291 and attr["max_group"] == 10
+    assert attr["collision_rate"] == pytest.approx(10 / 300)
+    assert attr["target_collision_rate"] == pytest.approx(2 / 3)
+    assert attr["path_only_ndcg10"] == pytest.approx((2 * path_only_ndcg(np.array([10]))[0] + 1) / 3)
+    for name, row in rows.items():
+        assert row["max_group"] >= 10, name  # identical features cannot get different paths
+        assert row["target_collision_rate"] >= 2 / 3, name
