@@ -49,11 +49,27 @@ from typing import Any, NoReturn
 
 import yaml
 from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 
 from recframe.callbacks import BestCheckpoint, RandomState, RunMetadata
 from recframe.data.datamodule import RecDataModule
 from recframe.models.base import RecModel
+
+
+class RunFolderSaveConfig(SaveConfigCallback):
+    """Save the resolved config into the run's folder, and nowhere else.
+
+    Lightning writes ``config.yaml`` into ``trainer.log_dir``; without a logger that is the default root
+    directory, the working directory unless set, so ``recframe fit --config config.yaml --trainer.logger
+    false`` would overwrite the user's own config with the resolved one (and a script leaves a stray
+    ``config.yaml`` behind). With no logger and no ``--trainer.default_root_dir`` there is no run folder,
+    so nothing is saved.
+    """
+
+    def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        if trainer.logger is None and Path(trainer.default_root_dir).resolve() == Path.cwd().resolve():
+            return
+        super().setup(trainer, pl_module, stage)
 
 
 class RecCLI(LightningCLI):
@@ -244,8 +260,9 @@ def quiet_lightning() -> None:
     Kept: everything about the run itself. Dropped: the LitLogger advert, the
     no-optimizer and no-loss notes for parameter-free models (Popularity;
     ``RecModel.training_step`` itself refuses a ``None`` loss from a model with
-    parameters), and the logging interval note for epochs shorter than
-    ``log_every_n_steps``.
+    parameters), the logging interval note for epochs shorter than
+    ``log_every_n_steps``, and the note that a script calling :func:`run_cli` with ``args`` has a command
+    line of its own (the ``args`` win; the script's ``sys.argv`` is not parsed).
     """
     logging.getLogger("lightning.pytorch.utilities.rank_zero").addFilter(_DropAdverts())
     warnings.filterwarnings("ignore", message=r".*configure_optimizers` returned `None`.*")
@@ -255,6 +272,9 @@ def quiet_lightning() -> None:
     # evaluation metrics are computed from sums already reduced across processes (RecModel),
     # so every rank logs the same global value and Lightning's sync_dist advice does not apply
     warnings.filterwarnings("ignore", message=r".*self\.log\('(val|test)[/_].*sync_dist=True.*")
+    # run_cli(args=...) is how a benchmark or script runs a config: the args are the run's, and the
+    # script's own command line (sys.argv) is never parsed, so Lightning's both-given warning is noise
+    warnings.filterwarnings("ignore", message=r".*not recommended to provide both args and command line.*")
 
 
 def run_cli(args: list[str] | None = None, run: bool = True, cli_class: type[RecCLI] = RecCLI) -> RecCLI:
@@ -268,6 +288,7 @@ def run_cli(args: list[str] | None = None, run: bool = True, cli_class: type[Rec
         subclass_mode_model=True,
         seed_everything_default=0,
         trainer_defaults=default_trainer_settings(),
+        save_config_callback=RunFolderSaveConfig,
         save_config_kwargs={"overwrite": True},
         parser_kwargs={"exit_on_error": False},
         auto_configure_optimizers=False,

@@ -174,3 +174,38 @@ def test_a_k_within_the_catalogue_gives_no_note(bprmf_ckpt: Path, capsys) -> Non
     user = Recommender.from_checkpoint(bprmf_ckpt).user_ids[1]
     assert main(["recommend", "--ckpt", str(bprmf_ckpt), "--user", user, "-k", "5"]) == 0
     assert capsys.readouterr().err == ""
+
+
+# ----------------------------------------------------------------------------- scripts calling run_cli
+def test_a_script_running_a_config_gets_no_both_args_warning(in_tmp: Path, monkeypatch) -> None:
+    """A benchmark passes its run's args to ``run_cli`` while its own command line is in ``sys.argv``."""
+    import warnings
+
+    from recframe.cli import run_cli
+
+    monkeypatch.setattr("sys.argv", ["python -m benchmarks.amazon", "--dataset", "toys"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # what a user's script sees, whatever pytest's filters say
+        cli = run_cli(["--config", str(SMOKE / "sasrec.yaml"), "--trainer.logger", "false"], run=False)
+    assert cli.model.__class__.__name__ == "SASRec"  # the args were parsed, sys.argv was not
+    assert not [w for w in caught if "both args and command line" in str(w.message)]
+
+
+def test_fit_without_a_logger_leaves_the_users_config_yaml_alone(in_tmp: Path) -> None:
+    """Lightning would save the resolved config as ``./config.yaml``: the user's own file of that name."""
+    mine = in_tmp / "config.yaml"
+    mine.write_text((SMOKE / "sasrec.yaml").read_text() + "# my notes\n")
+    before = mine.read_bytes()
+    assert main(["fit", "--config", str(mine), "--trainer.logger", "false", "--trainer.max_epochs", "1",
+                 "--trainer.limit_train_batches", "1", "--trainer.limit_val_batches", "0",
+                 "--trainer.default_root_dir", "null", *QUIET]) == 0
+    assert mine.read_bytes() == before
+
+
+def test_fit_with_a_logger_saves_the_config_in_its_run_folder(in_tmp: Path) -> None:
+    assert main(["fit", "--config", str(SMOKE / "sasrec.yaml"), "--trainer.max_epochs", "1",
+                 "--trainer.limit_train_batches", "1", "--trainer.limit_val_batches", "0",
+                 "--trainer.logger.init_args.save_dir", str(in_tmp / "runs"), *QUIET]) == 0
+    saved = list((in_tmp / "runs").rglob("config.yaml"))
+    assert len(saved) == 1 and "SASRec" in saved[0].read_text()
+    assert not (in_tmp / "config.yaml").exists()
