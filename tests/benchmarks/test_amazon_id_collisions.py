@@ -1,11 +1,11 @@
-"""Attribute-only ID collisions: hand-computed groups, last items and the path-only NDCG ceiling."""
+"""Attribute-only ID collisions: hand-computed groups and the path-only NDCG ceiling."""
 
 import math
 
 import numpy as np
 import pytest
 
-from benchmarks.amazon_id_collisions import describe, feature_groups, last_items, path_only_ndcg
+from benchmarks.amazon_id_collisions import describe, feature_groups, path_only_ndcg
 
 
 def test_path_only_ndcg_by_hand() -> None:
@@ -20,13 +20,6 @@ def test_feature_groups_share_identical_rows_only() -> None:
     group, size = feature_groups(x)
     assert size.tolist() == [3, 1, 3, 1, 3]
     assert group[0] == group[2] == group[4] and len({group[0], group[1], group[3]}) == 3
-
-
-def test_last_items_follow_time_then_row_order() -> None:
-    user = np.array([2, 1, 1, 2, 1, 3])
-    item = np.array([5, 6, 7, 8, 9, 4])
-    ts = np.array([1.0, 3.0, 1.0, 0.0, 3.0, 7.0])  # user 1: items 6 and 9 tie at t=3, the later row wins
-    assert last_items(user, item, ts).tolist() == [9, 5, 4]
 
 
 def test_planted_duplicates_collide_under_every_tokenizer() -> None:
