@@ -37,7 +37,8 @@ from benchmarks.devices import devices, refusal
 from benchmarks.per_user import paired_over_seeds
 from benchmarks.seeded_runs import load_runs, run_file, run_missing, slug
 
-CONFIGS = Path(__file__).resolve().parent.parent / "configs" / "amazon"
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "configs" / "amazon"
 DATASETS = {"beauty": "Beauty", "sports": "Sports and Outdoors", "toys": "Toys and Games"}
 METRICS = ["hr@5", "hr@10", "hr@20", "ndcg@5", "ndcg@10", "ndcg@20"]
 
@@ -200,6 +201,29 @@ def folder(dataset: str) -> Path:
     return RESULTS / f"amazon_{dataset}"
 
 
+def epoch_cap(run: Mapping[str, Any]) -> int | None:
+    """The ``trainer.max_epochs`` a stored run trained under: its ``--trainer.max_epochs`` override, else
+    its config file's value (a relative path is read from the repository root); None when neither sets one
+    or the file is gone."""
+    import yaml
+
+    overrides = list(run.get("overrides") or [])
+    if "--trainer.max_epochs" in overrides[:-1]:
+        return int(overrides[overrides.index("--trainer.max_epochs") + 1])
+    path = Path(run.get("config") or "")
+    path = path if path.is_absolute() else ROOT / path
+    if not run.get("config") or not path.is_file():
+        return None
+    cap = ((yaml.safe_load(path.read_text()) or {}).get("trainer") or {}).get("max_epochs")
+    return int(cap) if cap is not None else None
+
+
+def epochs_cell(entry: Mapping[str, Any]) -> str:
+    """Per seed ``epochs trained (tested epoch, from 1)``, marked ‡ where the run reached its epoch cap."""
+    return ", ".join(f"{epochs}{'‡' if capped else ''} ({best + 1})" for epochs, best, capped
+                     in zip(entry["epochs"], entry["selected_epochs"], entry["capped"], strict=True))
+
+
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
     """Mean and sample standard deviation (0 for a single value)."""
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
@@ -217,6 +241,8 @@ def summarise(runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, dict[str, A
         entry["devices"] = devices(group)
         entry["selected_epochs"] = [r["best_checkpoint_epoch"] for r in group]
         entry["epochs"] = [r["epochs"] for r in group]
+        # a one-epoch config (a count-based model such as Popularity) has no early stopping to reach
+        entry["capped"] = [r["epochs"] == epoch_cap(r) and r["epochs"] > 1 for r in group]
         out[row] = entry
     return out
 
@@ -261,7 +287,8 @@ def verdict(diff: Mapping[str, Any]) -> str:
 def render(dataset: str, summary: Mapping[str, Mapping[str, Any]], comps: Mapping[str, Any]) -> str:
     """The markdown table: our rows (mean ± std over seeds), then the published rows, then the pairs."""
     head = "| model | seeds | val NDCG@10 | " + " | ".join(m.upper().replace("NDCG", "NDCG") for m in METRICS)
-    lines = [head + " | train s | device |", "|---|---:|---:|" + "---:|" * len(METRICS) + "---:|---|"]
+    lines = [head + " | train s | epochs (best) | device |",
+             "|---|---:|---:|" + "---:|" * len(METRICS) + "---:|---|---|"]
 
     def cell(value: tuple[float, float], n: int) -> str:
         return f"{value[0]:.4f} ± {value[1]:.4f}" if n > 1 else f"{value[0]:.4f}"
@@ -270,16 +297,20 @@ def render(dataset: str, summary: Mapping[str, Mapping[str, Any]], comps: Mappin
         n = len(entry["seeds"])
         cells = [cell(entry["valid_ndcg@10"], n)] + [cell(entry[m], n) for m in METRICS]
         lines.append(f"| {row} | {n} | " + " | ".join(cells)
-                     + f" | {entry['train_seconds'][0]:.0f} | {', '.join(entry['devices'])} |")
+                     + f" | {entry['train_seconds'][0]:.0f} | {epochs_cell(entry)} | "
+                     + f"{', '.join(entry['devices'])} |")
     for row, values in PUBLISHED[dataset].items():
         cells = [f"{values[m]:.4f}" if m in values else "–" for m in METRICS]
-        lines.append(f"| *{row}* | | | " + " | ".join(cells) + " | | published |")
+        lines.append(f"| *{row}* | | | " + " | ".join(cells) + " | | | published |")
     text = (f"## Amazon {DATASETS[dataset]} (S3-Rec files), leave-one-out, full ranking, training items "
             "excluded, test split\n\n"
             f"Command: `python -m benchmarks.amazon --dataset {dataset}`. Ours: mean ± sample std over seeds "
             "(a single seed shows its value), each run tested at its best-validation epoch, trained at 1 CPU "
             "thread unless the device says otherwise (*train s* is wall time with other work on the machine: "
-            "indicative). Published rows in italics, copied from the papers (datasets README).\n\n"
+            "indicative). *epochs (best)*: per seed, the epochs trained and (in brackets) the tested epoch, "
+            "counted from 1; ‡ marks a run that reached its config's epoch cap before early stopping "
+            "(still improving: undertrained). Published rows in italics, copied from the papers (datasets "
+            "README).\n\n"
             + "\n".join(lines) + "\n")
     if comps:
         text += "\nPaired per-user differences of test NDCG@10 (each user averaged over seeds first):\n\n"

@@ -72,3 +72,24 @@ def test_amazon_table_pairs_and_published_rows(tmp_path, monkeypatch):
     amazon.main(["--dataset", "beauty", "--render-only"])
     payload = json.loads((tmp_path / "amazon_beauty.json").read_text())
     assert "refused" in payload["comparisons"]["FLASH vs TIGER (attribute IDs)"]
+
+
+def test_amazon_table_marks_runs_that_reached_their_epoch_cap(tmp_path, monkeypatch):
+    config = tmp_path / "model.yaml"
+    config.write_text("trainer:\n  max_epochs: 3\n")
+    run = {"config": str(config), "overrides": ["--seed_everything", "0"]}
+    assert amazon.epoch_cap(run) == 3
+    assert amazon.epoch_cap({**run, "overrides": ["--trainer.max_epochs", "7"]}) == 7
+    assert amazon.epoch_cap({"config": str(tmp_path / "gone.yaml")}) is None
+    base = {"device": "cpu", "train_seconds": 1.0, "valid": {"ndcg@10": 0.1},
+            "test": {m: 0.05 for m in amazon.METRICS}, "config": str(config)}
+    runs = {"SASRec": [{**base, "seed": 0, "epochs": 3, "best_checkpoint_epoch": 2},
+                       {**base, "seed": 1, "epochs": 2, "best_checkpoint_epoch": 0}],
+            "Popularity": [{**base, "seed": 0, "epochs": 1, "best_checkpoint_epoch": 0,
+                            "config": str(tmp_path / "gone.yaml")}]}
+    summary = amazon.summarise(runs)
+    assert summary["SASRec"]["capped"] == [True, False]
+    assert amazon.epochs_cell(summary["SASRec"]) == "3‡ (3), 2 (1)"
+    assert amazon.epochs_cell(summary["Popularity"]) == "1 (1)"
+    table = amazon.render("toys", summary, {})
+    assert "| 3‡ (3), 2 (1) | cpu |" in table and "epochs (best)" in table
