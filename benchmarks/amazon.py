@@ -72,6 +72,9 @@ ROWS: dict[str, Row] = {
     "Decoder-only (collaborative IDs)": Row("decoder_collab", tokenizer_seed=True, collaborative_seed=True,
                                             generative=True),
     "FLASH": Row("flash", tokenizer_seed=True, generative=True),
+    # SimHash over SASRec's item table: nearly unique paths, the test of why attribute IDs hold FLASH back
+    "FLASH (collaborative IDs)": Row("flash_collab", tokenizer_seed=True, collaborative_seed=True,
+                                     generative=True),
 }
 """Our rows, in table order; a row whose config does not exist for a dataset is left out of its table."""
 
@@ -80,6 +83,8 @@ PAIRS: list[tuple[str, str]] = [
     ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + TrieRec"),
     ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + R-GRec"),
     ("TIGER (attribute IDs)", "FLASH"),
+    ("FLASH", "FLASH (collaborative IDs)"),
+    ("TIGER (collaborative IDs)", "FLASH (collaborative IDs)"),
 ]
 """(baseline, alternative) pairs with a paired interval; the best generative row against SASRec is added."""
 

@@ -139,6 +139,8 @@ def test_a_fitted_checkpoint_serves_the_models_own_ranking(tmp_path: Path) -> No
     ({"scale": 0.0}, "scale"),
     ({"align_weight": -1.0}, "align_weight"),
     ({"features": "collaborative"}, "features"),
+    ({"features": "regularised", "collaborative": "items.npy"}, "features"),
+    ({"features": "hybrid", "collaborative": "items.npy", "collab_weight": 2.0}, "collab_weight"),
 ])
 def test_invalid_settings_name_their_key(kwargs: dict, key: str) -> None:
     with pytest.raises(ValueError, match=key):
@@ -148,3 +150,50 @@ def test_invalid_settings_name_their_key(kwargs: dict, key: str) -> None:
 def test_scoring_before_build_says_how_to_fix() -> None:
     with pytest.raises(RuntimeError, match="bind_data"):
         FLASH(n_items=10).score({"history": torch.tensor([[1, 2]])})
+
+
+def _successor_table(train, n_items: int, dim: int = 16) -> np.ndarray:
+    """A collaborative item table from interactions alone: each item's row of the next-item count matrix
+    (training split, time order per user), reduced by a truncated SVD; row 0 (padding) is zero."""
+    order = np.lexsort((train.timestamp, train.user))
+    user, item = train.user[order], train.item[order]
+    same = user[1:] == user[:-1]
+    counts = np.zeros((n_items + 1, n_items + 1))
+    np.add.at(counts, (item[:-1][same], item[1:][same]), 1.0)
+    u, s, _ = np.linalg.svd(counts[1:, 1:], full_matrices=False)
+    table = np.zeros((n_items + 1, dim), np.float32)
+    table[1:] = u[:, :dim] * s[:dim]
+    return table
+
+
+def test_collaborative_ids_are_the_simhash_of_the_given_table(tmp_path: Path) -> None:
+    dm = RecDataModule(dataset="synthetic", synthetic=EASY, split="loo", max_len=10)
+    dm.setup("fit")
+    table = _successor_table(dm.split.train, dm.n_items)
+    np.save(tmp_path / "items.npy", table)
+    hashing = {"n_levels": 3, "bits_per_level": 4, "seed": 3}
+    model = FLASH(n_items=dm.n_items, tokenizer=SimHashTokenizer(**hashing), features="collaborative",
+                  collaborative=str(tmp_path / "items.npy"), dim=16, n_layers=1, n_heads=2, inner=32)
+    model.bind_data(dm.split.train)
+    reference = SimHashTokenizer(**hashing).fit(table)  # the same hyperplanes over the same rows
+    np.testing.assert_array_equal(model.codes.numpy(), np.asarray(reference.codes))
+    expected = F.normalize(torch.as_tensor(table), dim=-1)
+    torch.testing.assert_close(model.content, expected)
+    with pytest.raises(ValueError, match="needs model.init_args.collaborative"):
+        FLASH(n_items=dm.n_items, features="hybrid")
+
+
+def test_flash_on_collaborative_ids_learns_planted_successors(tmp_path: Path) -> None:
+    """IDs hashed from an interaction-only table (no content) still carry the planted successors.
+    Measured (seed 0, 4 epochs): Popularity 0.113, FLASH on collaborative IDs 0.93 (on the content IDs of
+    the test above, 0.33): a successor table hashes successors apart far better than the features do."""
+    dm = RecDataModule(dataset="synthetic", synthetic=EASY, split="loo", max_len=10)
+    dm.setup("fit")
+    np.save(tmp_path / "items.npy", _successor_table(dm.split.train, dm.n_items))
+    popularity, _, _ = _fit_test(Popularity, 1)
+    ndcg, model, _ = _fit_test(
+        FLASH, 4, tokenizer=SimHashTokenizer(n_levels=3, bits_per_level=4), features="collaborative",
+        collaborative=str(tmp_path / "items.npy"), max_len=10, dim=32, n_layers=1, n_heads=2, inner=64,
+        lr=5e-3, align_weight=0.1)
+    assert model.features == "collaborative"
+    assert ndcg > 4 * popularity, (ndcg, popularity)

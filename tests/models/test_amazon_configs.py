@@ -38,7 +38,7 @@ def test_config_validates_against_the_schema(config: str, capsys) -> None:
 
 # ---------------------------------------------------------------- the generative rows (issue 34 item 3)
 GENERATIVE = ("tiger", "tiger_collab", "tiger_collab_trierec", "tiger_collab_rgrec", "decoder_collab",
-              "flash")
+              "flash", "flash_collab")
 DATASETS = ("beauty", "sports", "toys")
 
 
@@ -71,7 +71,7 @@ def test_generative_config_ids_addons_and_validation(stem: str, dataset: str) ->
         assert init["features"] == "none"
     addons = [a["class_path"].rsplit(".", 1)[1] for a in init.get("addons") or []]
     assert addons == {"tiger_collab_trierec": ["TrieRec"], "tiger_collab_rgrec": ["RGRec"]}.get(stem, [])
-    if stem == "flash":
+    if stem.startswith("flash"):
         assert init["tokenizer"]["class_path"].endswith("SimHashTokenizer")
     else:  # every validation user ranked by beam search; the test is exact
         assert init["tokenizer"]["class_path"].endswith("RQKMeansTokenizer")
@@ -89,6 +89,17 @@ def test_add_on_rows_share_the_backbone_where_the_comment_says_so(dataset: str) 
     for key in ("dropout", "attn_dropout", "lr", "n_layers", "n_heads", "inner"):
         assert flash[key] == sasrec["model"]["init_args"][key]
     assert flash["dim"] == sasrec["model"]["init_args"]["hidden"]
+    # FLASH on collaborative IDs differs from FLASH on attribute IDs in the item source alone
+    collab = _init(f"flash_collab_{dataset}.yaml")
+    source = ("features", "collaborative", "collaborative_seed")
+    assert {k: v for k, v in collab.items() if k not in source} == {k: v for k, v in flash.items()
+                                                                    if k not in source}
+    whole = [yaml.safe_load((AMAZON / f"{stem}_{dataset}.yaml").read_text())
+             for stem in ("flash", "flash_collab")]
+    for config in whole:
+        config.pop("model")
+        config["trainer"].pop("logger")
+    assert whole[0] == whole[1]
 
 
 def test_attribute_features_are_the_multi_hot_of_the_s3rec_attributes(tmp_path: Path) -> None:

@@ -37,9 +37,18 @@ Where we choose beyond the abstract: codebook dropout rate, the head projection 
 head), temperature initialisation (``scale = 10``: a cosine classifier's logits need a scale above ~5 to
 express confident softmaxes), and the alignment target set (a batch's distinct items).
 
-Cold start. The tokenizer sees every catalogue item's *content* (never an interaction), so an item whose
-interactions were all removed from training still has codes, and the heads score it from them like any
-other item (``benchmarks/cold_start.py``).
+Item vectors. What the tokenizer hashes (and the alignment targets) is chosen by ``features``, shared with
+the TIGER-style models (:mod:`recframe.models.generative.item_matrix`): the items' content (``text``, or the
+non-text metadata ``none``), a collaborative item table (``collaborative``: e.g. SASRec's, trained on the
+same split), or both (``hybrid``). Choice for ``collaborative``: the alignment then pulls the learned item
+representation toward the collaborative table the IDs were hashed from, as it pulls it toward the content
+otherwise; the abstract aligns with "semantic" embeddings and names no source, and the field builds
+semantic IDs from either (TIGER from text, LC-Rec and LETTER from collaborative signal too).
+
+Cold start. With content features the tokenizer sees every catalogue item's *content* (never an
+interaction), so an item whose interactions were all removed from training still has codes, and the heads
+score it from them like any other item (``benchmarks/cold_start.py``). A collaborative table has no row
+trained for such an item, so ``collaborative`` IDs do not place cold items.
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from recframe.models.base import RecModel
+from recframe.models.generative.item_matrix import ItemMatrixSource
 from recframe.models.generative.sid_state import SIDTableState
 from recframe.models.layers import TransformerBlock, encode_sequence, init_transformer_weights
 from recframe.tokenizers import SIDTokenizer, SimHashTokenizer
@@ -70,7 +80,7 @@ def drop_codes(parts: Tensor, p: float) -> Tensor:
     return parts * keep[..., None].to(parts.dtype) / (1.0 - p)
 
 
-class FLASH(SIDTableState, RecModel):
+class FLASH(ItemMatrixSource, SIDTableState, RecModel):
     """FLASH: SimHash semantic IDs, parallel code heads, semantic alignment (module docstring).
 
     Args:
@@ -78,7 +88,13 @@ class FLASH(SIDTableState, RecModel):
         tokenizer: the SID tokenizer (default: ``SimHashTokenizer(n_levels=4, bits_per_level=8)``, i.e.
             ``m = 4`` codebooks of ``K = 256`` codes); needed to train, not to load a checkpoint.
         features: what the tokenizer hashes and the alignment targets: ``text`` (all-MiniLM-L6-v2 of the
-            item's title, year and genres) or ``none`` (the documented non-text metadata features).
+            item's title, year and genres), ``none`` (the documented non-text metadata features),
+            ``collaborative`` (the item table named by ``collaborative``) or ``hybrid`` (both blocks,
+            ``collab_weight`` the collaborative share); see :mod:`recframe.models.generative.item_matrix`.
+        collaborative: for ``collaborative``/``hybrid``: a recframe config of a collaborative model (trained
+            on the same split and cached) or a ``.npy`` item table ``[n_items + 1, d]``.
+        collaborative_seed: seed of that collaborative run.
+        collab_weight: the collaborative block's share in ``hybrid``.
         max_len: history items per window.
         dim, n_layers, n_heads, inner, dropout, attn_dropout: transformer sizes (as SASRec).
         codebook_dropout: probability of zeroing one code embedding of one history token in training.
@@ -96,7 +112,10 @@ class FLASH(SIDTableState, RecModel):
         n_items: int,
         n_users: int = 0,
         tokenizer: SIDTokenizer | None = None,
-        features: Literal["text", "none"] = "text",
+        features: Literal["text", "none", "collaborative", "hybrid"] = "text",
+        collaborative: str | None = None,
+        collaborative_seed: int = 0,
+        collab_weight: float = 0.5,
         max_len: int = 50,
         dim: int = 64,
         n_layers: int = 2,
@@ -113,8 +132,8 @@ class FLASH(SIDTableState, RecModel):
     ) -> None:
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
         self.save_hyperparameters(ignore=["tokenizer"])
-        if features not in ("text", "none"):
-            raise ValueError(f"model.init_args.features must be 'text' or 'none'; got {features!r}.")
+        self.set_item_source(features, collaborative, collaborative_seed, collab_weight,
+                             allowed=("text", "none", "collaborative", "hybrid"))
         if not 0.0 <= codebook_dropout < 1.0:
             raise ValueError(f"model.init_args.codebook_dropout must be in [0, 1); got {codebook_dropout}.")
         if scale <= 0:
@@ -125,7 +144,6 @@ class FLASH(SIDTableState, RecModel):
         if tokenizer is None:
             tokenizer = SimHashTokenizer(n_levels=4, bits_per_level=8)
         self.tokenizer = tokenizer
-        self.features = features
         self.max_len = max_len
         self.dim = dim
         self.codebook_dropout = codebook_dropout
@@ -143,16 +161,12 @@ class FLASH(SIDTableState, RecModel):
 
     # --------------------------------------------------------------- build
     def bind_data(self, train: Any) -> None:
-        """Hash the items' content into the SID table (first call) and keep the content for alignment."""
-        if not self.built and train.item_features is None:
-            raise ValueError(f"FLASH needs item content features, but dataset {train.name!r} has none "
-                             "(titles/genres); use a dataset with item features.")
+        """Hash the item vectors (``features``) into the SID table (first call); keep them for alignment."""
+        if not self.built:
+            self.require_item_features(train)
         if self.built and self.align_weight == 0:
             return
-        from recframe.features import item_content_features
-
-        content = item_content_features(train.item_features,
-                                        encoder="none" if self.features == "none" else "all-MiniLM-L6-v2")
+        content = self.item_matrix(train)
         if content.shape[0] != self.n_items + 1:
             raise ValueError(f"the item features have {content.shape[0] - 1} items but the model "
                              f"{self.n_items}.")

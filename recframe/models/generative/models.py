@@ -42,6 +42,7 @@ from recframe.models.generative.addons import GenerativeAddon, addon_from_spec
 from recframe.models.generative.backbones import SIDBackbone
 from recframe.models.generative.decoder import DecoderBackbone
 from recframe.models.generative.decoding import BeamResult, beam_search, exact_scores, exact_scores_cached
+from recframe.models.generative.item_matrix import ItemMatrixSource
 from recframe.models.generative.sid_state import SIDTableState
 from recframe.models.generative.tiger import TigerBackbone
 from recframe.models.generative.trie import SIDTrie
@@ -59,7 +60,7 @@ CACHE_BLOCK = 1 << 23
 BELOW_BEAM = -1e9
 
 
-class GenerativeRecModel(SIDTableState, RecModel):
+class GenerativeRecModel(ItemMatrixSource, SIDTableState, RecModel):
     """Shared training/scoring of semantic-ID generative models (see module docstring).
 
     Args:
@@ -147,17 +148,10 @@ class GenerativeRecModel(SIDTableState, RecModel):
         self.addon_list: list[GenerativeAddon] = [addon_from_spec(a) for a in addons or []]
         self.hparams["addons"] = [a.spec() for a in self.addon_list]
         self.tokenizer = tokenizer
-        self.features = features
-        if features in ("collaborative", "hybrid", "regularised") and not collaborative:
-            raise ValueError(f"model.init_args.features={features!r} needs model.init_args.collaborative: "
-                             "a recframe config of a collaborative model (e.g. configs/sasrec_ml100k.yaml) "
-                             "or a .npy item table.")
+        self.set_item_source(features, collaborative, collaborative_seed, collab_weight)
         if validation_beam < 1:
             raise ValueError(f"model.init_args.validation_beam must be >= 1, got {validation_beam}")
         self.validation_decode, self.validation_beam = validation_decode, validation_beam
-        self.collaborative = collaborative
-        self.collaborative_seed = collaborative_seed
-        self.collab_weight = collab_weight
         self.max_len = max_len
         self.history_tokens = history_tokens
         self.sizes = {
@@ -185,11 +179,7 @@ class GenerativeRecModel(SIDTableState, RecModel):
                 f"{type(self).__name__} needs model.init_args.tokenizer (e.g. class_path: "
                 "recframe.tokenizers.RQKMeans) to build its semantic IDs."
             )
-        if train.item_features is None and self.features != "collaborative":
-            raise ValueError(
-                f"{type(self).__name__} needs item content features, but dataset "
-                f"{train.name!r} has none (titles/genres); use a dataset with item features."
-            )
+        self.require_item_features(train)
         if self.features == "regularised":  # text codes pulled toward the collaborative table (LETTER)
             if not self.tokenizer.accepts_collaborative:
                 raise ValueError("model.init_args.features='regularised' needs a tokenizer that learns from "
@@ -201,35 +191,6 @@ class GenerativeRecModel(SIDTableState, RecModel):
         logger.info("semantic IDs: %s", table.stats)
         self.sid_table_state = table.state_dict()
         self._build(np.asarray(table.codes), tuple(table.codebook_sizes))
-
-    def item_matrix(self, train: Any) -> np.ndarray:
-        """What the tokenizer quantises, ``[n_items + 1, d]`` (see ``features``)."""
-        from recframe.features import item_content_features
-
-        if self.features in ("text", "none", "regularised"):
-            return item_content_features(
-                train.item_features, encoder="none" if self.features == "none" else "all-MiniLM-L6-v2")
-        collab = self.collaborative_table(train)
-        if self.features == "collaborative":
-            return np.asarray(collab, dtype=np.float32)
-        from recframe.features.collaborative import hybrid_item_features
-
-        text = item_content_features(train.item_features, encoder="all-MiniLM-L6-v2")
-        return hybrid_item_features(text, collab, collab_weight=self.collab_weight)
-
-    def collaborative_table(self, train: Any) -> np.ndarray:
-        """The collaborative item table ``[n_items + 1, d]`` named by ``collaborative`` (a config, run and
-        cached, or a ``.npy`` file)."""
-        if str(self.collaborative).endswith(".npy"):
-            collab = np.load(self.collaborative)
-        else:
-            from recframe.features.collaborative import collaborative_item_embeddings
-
-            collab = collaborative_item_embeddings(train, self.collaborative, seed=self.collaborative_seed)
-        if collab.shape[0] != self.n_items + 1:
-            raise ValueError(f"model.init_args.collaborative ({self.collaborative}) has "
-                             f"{collab.shape[0] - 1} items but the data {self.n_items}.")
-        return collab
 
     def build_backbone(self, codes: np.ndarray, codebook_sizes: tuple[int, ...]) -> None:
         """Build the backbone on a given SID table ``[n_items + 1, L]`` (what :meth:`bind_data` does after
