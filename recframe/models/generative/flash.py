@@ -43,7 +43,8 @@ non-text metadata ``none``), a collaborative item table (``collaborative``: e.g.
 same split), or both (``hybrid``). Choice for ``collaborative``: the alignment then pulls the learned item
 representation toward the collaborative table the IDs were hashed from, as it pulls it toward the content
 otherwise; the abstract aligns with "semantic" embeddings and names no source, and the field builds
-semantic IDs from either (TIGER from text, LC-Rec and LETTER from collaborative signal too).
+semantic IDs from either (TIGER from text; LETTER pulls text IDs toward collaborative embeddings; IDs from a
+collaborative item table are the collaborative rows of our TIGER benchmarks).
 
 Cold start. With content features the tokenizer sees every catalogue item's *content* (never an
 interaction), so an item whose interactions were all removed from training still has codes, and the heads
