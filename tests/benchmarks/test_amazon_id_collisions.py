@@ -35,3 +35,23 @@ def test_planted_duplicates_collide_under_every_tokenizer() -> None:
     for name, row in rows.items():
         assert row["max_group"] >= 10, name  # identical features cannot get different paths
         assert row["target_collision_rate"] >= 2 / 3, name
+
+
+def test_collaborative_rows_read_the_cached_table_and_never_train(tmp_path, monkeypatch) -> None:
+    import benchmarks.amazon_id_collisions as mod
+
+    rng = np.random.default_rng(1)
+    table = np.vstack([np.zeros((1, 16)), rng.normal(size=(200, 16))]).astype(np.float32)
+    table[51:61] = table[51]  # items 51-60 share one table row, so they must share every path
+    cached = tmp_path / "table.npy"
+    monkeypatch.setattr(mod, "collaborative_cache_path", lambda train, config, seed: cached)
+    with pytest.raises(FileNotFoundError, match=r'--rows "FLASH \(collaborative IDs\)" --seeds 3'):
+        mod.describe_collaborative("toys", train=None, targets=np.array([1, 52]), seeds=[3])
+    np.save(cached, table)
+    rows = mod.describe_collaborative("toys", train=None, targets=np.array([1, 52]), seeds=[3])
+    assert set(rows) == {f"SASRec table seed 3, {name}" for name in mod.config_tokenizers(3)}
+    for row in rows.values():
+        assert row["max_group"] >= 10 and row["target_collision_rate"] >= 0.5
+    flash = rows["SASRec table seed 3, FLASH: SimHash 4x8 bits"]
+    # 32 random hyperplanes keep 191 distinct Gaussian rows apart almost surely: 190 singletons + the group
+    assert flash["n_paths"] >= 185
