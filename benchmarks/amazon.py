@@ -179,9 +179,12 @@ def adopt_sasrec_tables(dataset: str, jobs: Sequence[tuple[str, int]]) -> list[i
     seed without a wall-clock cap unless its table is cached; the SASRec row of this table is that very run
     (same config, ``seed_everything``, ``max_time: null``), hours per seed on a CPU. Each finished SASRec
     run whose seed a pending collaborative job needs is adopted into the cache
-    (:func:`recframe.features.adopt_item_table`). Returns the seeds adopted.
+    (:func:`recframe.features.adopt_item_table`); where the run's checkpoint is gone (``runs/`` is not kept),
+    the table kept in this table's folder (:func:`keep_sasrec_tables`) is imported instead
+    (:func:`recframe.features.collaborative.import_item_table`). Returns the seeds adopted.
     """
     from recframe.features import adopt_item_table
+    from recframe.features.collaborative import import_item_table
 
     config = config_path(dataset, "SASRec")
     seeds = sorted({seed for row, seed in jobs if ROWS[row].collaborative_seed
@@ -189,6 +192,11 @@ def adopt_sasrec_tables(dataset: str, jobs: Sequence[tuple[str, int]]) -> list[i
     adopted = []
     for seed in seeds:
         done = run_file(folder(dataset), "SASRec", seed)
+        kept = kept_table(dataset, seed)
+        if kept.is_file():
+            import_item_table(config, kept)
+            adopted.append(seed)
+            continue
         if not done.exists():
             continue
         run = json.loads(done.read_text())
@@ -199,6 +207,26 @@ def adopt_sasrec_tables(dataset: str, jobs: Sequence[tuple[str, int]]) -> list[i
         adopt_item_table(config, run["best_checkpoint"], seed=seed, run_info=info)
         adopted.append(seed)
     return adopted
+
+
+def kept_table(dataset: str, seed: int) -> Path:
+    """Where this table keeps the SASRec item table of ``seed`` (``.npy``, its run record beside it)."""
+    return folder(dataset) / "item_tables" / f"SASRec__seed{seed}.npy"
+
+
+def keep_sasrec_tables(dataset: str) -> list[int]:
+    """Copy every cached item table of ``configs/amazon/sasrec_<dataset>.yaml`` (as it reads now) that this
+    table does not keep yet into its folder (:func:`kept_table`), so that a new checkout's collaborative
+    rows import it instead of retraining SASRec (about an hour a Toys seed, two a Beauty or Sports seed at
+    one thread); the cache itself lives under the ignored dataset root. Returns the seeds kept."""
+    from recframe.features.collaborative import export_item_table, stored_tables
+
+    kept = []
+    for seed, cached in sorted(stored_tables(config_path(dataset, "SASRec")).items()):
+        if not kept_table(dataset, seed).is_file():
+            export_item_table(cached, kept_table(dataset, seed))
+            kept.append(seed)
+    return kept
 
 
 def folder(dataset: str) -> Path:
@@ -369,6 +397,10 @@ def main(argv: list[str] | None = None) -> int:
         run_missing(jobs, folder(ns.dataset), lambda row: config_path(ns.dataset, row),
                     lambda row, seed, name: overrides(ns.dataset, row, seed, name),
                     lambda row, seed: log_name(ns.dataset, row, seed))
+        kept = keep_sasrec_tables(ns.dataset)
+        if kept:
+            print(f"[collaborative] SASRec item tables of seeds {kept} kept in "
+                  f"{folder(ns.dataset) / 'item_tables'}")
     runs = load_runs(folder(ns.dataset), list(ROWS))
     summary = summarise(runs)
     comps = comparisons(runs, summary)

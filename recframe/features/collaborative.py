@@ -114,16 +114,24 @@ def collaborative_item_embeddings(train: Any, config: str | Path, seed: int = 0,
             logger.warning("collaborative cache %s is unreadable (%s); retraining", path, exc)
     table, info = train_item_table(config, seed=seed, expected_train=train.fingerprint)
     if cache:
-        from recframe.checkpoint_io import atomic_write  # lazy: it imports Lightning
-
-        info = {**info, "config_sha256": hashlib.sha256(text.encode()).hexdigest(), "model": model_class,
-                "train_fingerprint": train.fingerprint, "shape": list(table.shape)}
-        atomic_write(path.with_suffix(".json"), lambda fh: fh.write(json.dumps(info, indent=1).encode()))
-        buf = io.BytesIO()
-        np.save(buf, table, allow_pickle=False)
-        atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+        _write_table(folder, text, seed, train.fingerprint, model_class, table, info)
         logger.info("collaborative item table cached at %s", path)
     return table
+
+
+def _write_table(folder: Path, config_text: str, seed: int, train_fingerprint: str, model_class: str,
+                 table: np.ndarray, info: dict[str, Any]) -> Path:
+    """Write ``table`` and its record (``info`` plus the key's parts) atomically under its cache key."""
+    from recframe.checkpoint_io import atomic_write  # lazy: it imports Lightning
+
+    path = folder / f"{collab_cache_key(config_text, seed, train_fingerprint, model_class)}.npy"
+    info = {**info, "seed": int(seed), "config_sha256": hashlib.sha256(config_text.encode()).hexdigest(),
+            "model": model_class, "train_fingerprint": train_fingerprint, "shape": list(table.shape)}
+    atomic_write(path.with_suffix(".json"), lambda fh: fh.write(json.dumps(info, indent=1).encode()))
+    buf = io.BytesIO()
+    np.save(buf, table, allow_pickle=False)
+    atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    return path
 
 
 def read_run_info(train: Any, config: str | Path, seed: int = 0,
@@ -207,7 +215,7 @@ def adopt_item_table(config: str | Path, checkpoint: str | Path, seed: int = 0,
         FileNotFoundError: ``config`` or ``checkpoint`` does not exist.
         ValueError: the checkpoint holds another model class or another item count.
     """
-    from recframe.checkpoint_io import atomic_write, load_checkpoint
+    from recframe.checkpoint_io import load_checkpoint
     from recframe.cli import run_cli
 
     text, model_class = _read_config(config)
@@ -228,17 +236,75 @@ def adopt_item_table(config: str | Path, checkpoint: str | Path, seed: int = 0,
         model.bind_data(train)
         table = _checkpoint_table(model, ckpt, dm.n_items, model_class)
     folder = Path(cache_dir) if cache_dir is not None else default_collab_cache_dir()
-    path = folder / f"{collab_cache_key(text, seed, train.fingerprint, model_class)}.npy"
-    info = {**(run_info or {}), "best_epoch": int(ckpt.get("epoch", -1)), "seed": int(seed),
-            "adopted_from": Path(checkpoint).name,
-            "config_sha256": hashlib.sha256(text.encode()).hexdigest(), "model": model_class,
-            "train_fingerprint": train.fingerprint, "shape": list(table.shape)}
-    atomic_write(path.with_suffix(".json"), lambda fh: fh.write(json.dumps(info, indent=1).encode()))
-    buf = io.BytesIO()
-    np.save(buf, table, allow_pickle=False)
-    atomic_write(path, lambda fh: fh.write(buf.getvalue()))
+    info = {**(run_info or {}), "best_epoch": int(ckpt.get("epoch", -1)),
+            "adopted_from": Path(checkpoint).name}
+    path = _write_table(folder, text, seed, train.fingerprint, model_class, table, info)
     logger.info("item table of %s adopted into the collaborative cache at %s", checkpoint, path)
     return path
+
+
+def stored_tables(config: str | Path, cache_dir: str | Path | None = None) -> dict[int, Path]:
+    """The cached tables of ``config`` as it reads now (same text and model class), by seed: the ``.npy``
+    of every cache record whose ``config_sha256`` and ``model`` match. Raises ``ValueError`` when one seed
+    has tables for two training splits (say, which one to export by its path instead)."""
+    text, model_class = _read_config(config)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    folder = Path(cache_dir) if cache_dir is not None else default_collab_cache_dir()
+    found: dict[int, Path] = {}
+    for record in sorted(folder.glob("*.json")):
+        info = json.loads(record.read_text())
+        if info.get("config_sha256") != digest or info.get("model") != model_class:
+            continue
+        seed = int(info["seed"])
+        if seed in found:
+            raise ValueError(f"{folder} holds two tables of {config} at seed {seed} ({found[seed].name}, "
+                             f"{record.with_suffix('.npy').name}), for different training splits; "
+                             "export one by its path.")
+        found[seed] = record.with_suffix(".npy")
+    return found
+
+
+def export_item_table(cached: str | Path, dest: str | Path) -> Path:
+    """Copy a cached table (``.npy``) and its record (``.json``) to ``dest`` (``.npy``; the record beside
+    it), atomically, so that it can be kept where the cache is not (a results folder under version
+    control); :func:`import_item_table` puts it back."""
+    from recframe.checkpoint_io import atomic_write
+
+    cached, dest = Path(cached), Path(dest)
+    data, record = cached.read_bytes(), cached.with_suffix(".json").read_bytes()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(dest.with_suffix(".json"), lambda fh: fh.write(record))
+    atomic_write(dest, lambda fh: fh.write(data))
+    return dest
+
+
+def import_item_table(config: str | Path, stored: str | Path, cache_dir: str | Path | None = None) -> Path:
+    """Put an exported table (:func:`export_item_table`) back in the collaborative cache of ``config``.
+
+    The record must name this config's text (``config_sha256``) and model class: an edited config does
+    not take an old table. The cache key is rebuilt from the record's seed and training-split
+    fingerprint, so the table is only read by a run whose training data has that fingerprint, as a table
+    trained here would be. Raises ``FileNotFoundError`` (table or record missing) or ``ValueError``
+    (record of another config or model, or a table whose shape is not the record's).
+    """
+    stored = Path(stored)
+    text, model_class = _read_config(config)
+    if not stored.is_file() or not stored.with_suffix(".json").is_file():
+        raise FileNotFoundError(f"{stored} or its record {stored.with_suffix('.json').name} is missing; "
+                                "export both with recframe.features.collaborative.export_item_table.")
+    info = json.loads(stored.with_suffix(".json").read_text())
+    same_config = info.get("config_sha256") == hashlib.sha256(text.encode()).hexdigest()
+    if not same_config or info.get("model") != model_class:
+        raise ValueError(f"{stored} was trained from another version of {config} (config sha256 or model "
+                         "class differ); retrain it (delete the stored table) instead of importing it.")
+    table = np.load(stored, allow_pickle=False)
+    if list(table.shape) != list(info.get("shape") or []):
+        raise ValueError(f"{stored} has shape {list(table.shape)} but its record says {info.get('shape')}.")
+    folder = Path(cache_dir) if cache_dir is not None else default_collab_cache_dir()
+    extra = {k: v for k, v in info.items()
+             if k not in ("seed", "config_sha256", "model", "train_fingerprint", "shape")}
+    return _write_table(folder, text, int(info["seed"]), str(info["train_fingerprint"]), model_class, table,
+                        {**extra, "imported_from": stored.name})
 
 
 def _checkpoint_table(model: Any, ckpt: dict[str, Any], n_items: int, model_class: str) -> np.ndarray:

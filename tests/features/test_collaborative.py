@@ -211,3 +211,35 @@ def test_adopting_a_checkpoint_of_another_model_is_refused(tmp_path, in_tmp):
         co.adopt_item_table(sasrec, ckpt, seed=0, cache_dir=tmp_path / "cache")
     with pytest.raises(FileNotFoundError, match="missing.ckpt"):
         co.adopt_item_table(sasrec, tmp_path / "missing.ckpt", cache_dir=tmp_path / "cache")
+
+
+def test_exported_table_imports_into_an_empty_cache_as_a_hit(trained, monkeypatch, tmp_path):
+    """A cached table exported (to a results folder) and imported into an empty cache is read, not
+    retrained, by the same config on the same training split, and equals the original exactly."""
+    train, cache, table, _, _ = trained
+    stored = co.stored_tables(CONFIG, cache)
+    assert 0 in stored
+    kept = co.export_item_table(stored[0], tmp_path / "kept" / "SASRec__seed0.npy")
+    fresh = tmp_path / "fresh"
+    path = co.import_item_table(CONFIG, kept, cache_dir=fresh)
+    assert path == co.collaborative_cache_path(train, CONFIG, 0, fresh)
+
+    def boom(*a, **k):
+        raise AssertionError("retrained although the table was imported")
+
+    monkeypatch.setattr(co, "train_item_table", boom)
+    np.testing.assert_array_equal(collaborative_item_embeddings(train, CONFIG, seed=0, cache_dir=fresh), table)
+    assert co.read_run_info(train, CONFIG, 0, fresh)["imported_from"] == "SASRec__seed0.npy"
+    # another training split has another fingerprint, so it does not take the imported table
+    assert not co.collaborative_cache_path(_train(seed=1), CONFIG, 0, fresh).exists()
+
+
+def test_importing_a_table_of_an_edited_config_is_refused(trained, tmp_path):
+    _, cache, _, _, _ = trained
+    kept = co.export_item_table(co.stored_tables(CONFIG, cache)[0], tmp_path / "SASRec__seed0.npy")
+    edited = tmp_path / "edited.yaml"
+    edited.write_text(CONFIG.read_text() + "\n# edited\n")
+    with pytest.raises(ValueError, match="another version"):
+        co.import_item_table(edited, kept, cache_dir=tmp_path / "c")
+    with pytest.raises(FileNotFoundError, match="missing.npy"):
+        co.import_item_table(CONFIG, tmp_path / "missing.npy", cache_dir=tmp_path / "c")

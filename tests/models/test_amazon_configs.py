@@ -168,6 +168,32 @@ def test_finished_sasrec_runs_are_adopted_for_pending_collaborative_seeds(tmp_pa
     assert calls == [("sasrec_beauty.yaml", 0, 40)]
 
 
+def test_kept_sasrec_tables_are_exported_once_and_imported_for_pending_seeds(tmp_path, monkeypatch) -> None:
+    """A cached SASRec table is kept in the table's folder once; a new checkout (no checkpoint, no cache)
+    imports the kept table of a pending collaborative seed instead of retraining SASRec."""
+    import numpy as np
+
+    import recframe.features.collaborative as co
+    from benchmarks import amazon
+
+    monkeypatch.setattr(amazon, "folder", lambda dataset: tmp_path / "results")
+    cached = tmp_path / "cache" / "key.npy"
+    cached.parent.mkdir()
+    np.save(cached, np.zeros((3, 2), np.float32))
+    cached.with_suffix(".json").write_text("{}")
+    monkeypatch.setattr(co, "stored_tables", lambda config: {1: cached})
+    assert amazon.keep_sasrec_tables("toys") == [1]
+    assert amazon.keep_sasrec_tables("toys") == []  # already kept
+    kept = tmp_path / "results" / "item_tables" / "SASRec__seed1.npy"
+    assert kept.is_file() and kept.with_suffix(".json").read_text() == "{}"
+    imported = []
+    monkeypatch.setattr(co, "import_item_table", lambda config, stored: imported.append(
+        (Path(config).name, Path(stored).name)))
+    jobs = [("FLASH (collaborative IDs)", s) for s in (0, 1)]
+    assert amazon.adopt_sasrec_tables("toys", jobs) == [1]
+    assert imported == [("sasrec_toys.yaml", "SASRec__seed1.npy")]
+
+
 def test_the_plot_draws_our_rows_beside_the_published_ones(tmp_path) -> None:
     from benchmarks import amazon
 
