@@ -228,7 +228,8 @@ def test_exported_table_imports_into_an_empty_cache_as_a_hit(trained, monkeypatc
         raise AssertionError("retrained although the table was imported")
 
     monkeypatch.setattr(co, "train_item_table", boom)
-    np.testing.assert_array_equal(collaborative_item_embeddings(train, CONFIG, seed=0, cache_dir=fresh), table)
+    imported = collaborative_item_embeddings(train, CONFIG, seed=0, cache_dir=fresh)
+    np.testing.assert_array_equal(imported, table)
     assert co.read_run_info(train, CONFIG, 0, fresh)["imported_from"] == "SASRec__seed0.npy"
     # another training split has another fingerprint, so it does not take the imported table
     assert not co.collaborative_cache_path(_train(seed=1), CONFIG, 0, fresh).exists()
