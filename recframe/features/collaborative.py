@@ -247,9 +247,11 @@ def stored_tables(config: str | Path, cache_dir: str | Path | None = None) -> di
     """The cached tables of ``config`` as it reads now (same text and model class), by seed: the ``.npy``
     of every cache record whose ``config_sha256`` and ``model`` match. Raises ``ValueError`` when one seed
     has tables for two training splits (say, which one to export by its path instead)."""
+    folder = Path(cache_dir) if cache_dir is not None else default_collab_cache_dir()
+    if not folder.is_dir():
+        return {}
     text, model_class = _read_config(config)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    folder = Path(cache_dir) if cache_dir is not None else default_collab_cache_dir()
     found: dict[int, Path] = {}
     for record in sorted(folder.glob("*.json")):
         info = json.loads(record.read_text())

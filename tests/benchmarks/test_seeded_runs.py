@@ -45,6 +45,7 @@ def test_amazon_table_pairs_and_published_rows(tmp_path, monkeypatch):
     import benchmarks.common as common
 
     monkeypatch.setattr(amazon, "RESULTS", tmp_path)
+    monkeypatch.setenv("RECFRAME_DATA", str(tmp_path / "data"))  # an empty collaborative cache
     monkeypatch.setattr(common, "RESULTS", tmp_path)
     monkeypatch.setattr(seeded_runs, "RUN_LOGS", tmp_path / "logs")
     configs = tmp_path / "configs"
