@@ -393,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(row, seed) for row in (ns.rows or rows) for seed in ns.seeds]
         adopted = adopt_sasrec_tables(ns.dataset, jobs)
         if adopted:
-            print(f"[collaborative] SASRec item tables of seeds {adopted} adopted from this table's runs")
+            print(f"[collaborative] SASRec item tables of seeds {adopted} adopted "
+                  "(this table's runs or kept tables)")
         run_missing(jobs, folder(ns.dataset), lambda row: config_path(ns.dataset, row),
                     lambda row, seed, name: overrides(ns.dataset, row, seed, name),
                     lambda row, seed: log_name(ns.dataset, row, seed))
