@@ -96,17 +96,26 @@ def _signed_pairs(results: Path) -> Iterable[tuple]:
             yield f"ml100k_signed: {key} vs {base}", runs[base], runs[key]
 
 
+def _point(chosen: dict[str, str], model: str) -> str:
+    """The run-name infix of ``model``'s chosen grid point (none for the base point)."""
+    point = chosen.get(model, "base")
+    return "" if point == "base" else f"_{point}"
+
+
 def _recmem_pairs(results: Path) -> Iterable[tuple]:
     path = results / "recmem_long.json"
     if not path.exists():
         return
     folder = results / "recmem_long"
-    for key in json.loads(path.read_text()).get("claims") or {}:
+    payload = json.loads(path.read_text())
+    for key in payload.get("claims") or {}:
         found = re.match(r"(\w+?)_recmem_minus_(full|truncation)@", key)
         if not found:
             continue
         data, other = found.group(1), found.group(2).capitalize()
-        arms = [[json.loads(p.read_text()) for p in sorted(folder.glob(f"acc_{data}_{row}_seed*.json"))]
+        chosen = (payload.get("chosen") or {}).get(data, {})  # the grid point each model's claim rests on
+        arms = [[json.loads(p.read_text())
+                 for p in sorted(folder.glob(f"acc_{data}_{row}{_point(chosen, row)}_seed*.json"))]
                 for row in (other, "RecMem")]
         if all(arms):
             yield f"recmem_long: {key}", arms[0], arms[1]
