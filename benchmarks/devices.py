@@ -96,12 +96,6 @@ def _signed_pairs(results: Path) -> Iterable[tuple]:
             yield f"ml100k_signed: {key} vs {base}", runs[base], runs[key]
 
 
-def _point(chosen: dict[str, str], model: str) -> str:
-    """The run-name infix of ``model``'s chosen grid point (none for the base point)."""
-    point = chosen.get(model, "base")
-    return "" if point == "base" else f"_{point}"
-
-
 def _recmem_pairs(results: Path) -> Iterable[tuple]:
     path = results / "recmem_long.json"
     if not path.exists():
@@ -114,8 +108,9 @@ def _recmem_pairs(results: Path) -> Iterable[tuple]:
             continue
         data, other = found.group(1), found.group(2).capitalize()
         chosen = (payload.get("chosen") or {}).get(data, {})  # the grid point each model's claim rests on
-        arms = [[json.loads(p.read_text())
-                 for p in sorted(folder.glob(f"acc_{data}_{row}{_point(chosen, row)}_seed*.json"))]
+        runs = [json.loads(p.read_text()) for p in sorted(folder.glob(f"acc_{data}_*.json"))]
+        arms = [[r for r in runs
+                 if r.get("model") == row and r.get("point", "base") == chosen.get(row, "base")]
                 for row in (other, "RecMem")]
         if all(arms):
             yield f"recmem_long: {key}", arms[0], arms[1]

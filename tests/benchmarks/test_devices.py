@@ -53,17 +53,18 @@ def test_recmem_check_reads_each_model_at_its_chosen_grid_point(tmp_path):
     folder = tmp_path / "recmem_long"
     folder.mkdir()
 
-    def run(name, seed, device):
-        (folder / f"acc_ml100k_{name}_seed{seed}.json").write_text(json.dumps({"device": device}))
+    def run(model, point, seed, device):
+        record = {"model": model, "point": point, "seed": seed, "device": device}
+        (folder / f"acc_ml100k_{model}_{point}_seed{seed}.json").write_text(json.dumps(record))
 
     for seed in (0, 1):
-        run("Full", seed, "cuda:0 NVIDIA H200" if seed else "cpu")  # the base point mixes devices
-        run("Full_drop0", seed, "cpu")
-        run("RecMem_drop0", seed, "cpu")
+        run("Full", "base", seed, "cuda:0 NVIDIA H200" if seed else "cpu")  # the base point mixes devices
+        run("Full", "drop0", seed, "cpu")
+        run("RecMem", "drop0", seed, "cpu")
     claims = {"claims": {"ml100k_recmem_minus_full@10": {"mean": 0.0}}}
     (tmp_path / "recmem_long.json").write_text(json.dumps({**claims, "chosen": {"ml100k": {
         "Full": "drop0", "RecMem": "drop0"}}}))
     assert cross_device_comparisons(tmp_path) == []
-    run("RecMem_drop0", 1, "cuda:0 NVIDIA H200")  # now the chosen arms cross devices
+    run("RecMem", "drop0", 1, "cuda:0 NVIDIA H200")  # now the chosen arms cross devices
     found = cross_device_comparisons(tmp_path)
     assert len(found) == 1 and found[0].startswith("recmem_long: ml100k_recmem_minus_full@10")
