@@ -83,6 +83,7 @@ PAIRS: list[tuple[str, str]] = [
     ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + TrieRec"),
     ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + R-GRec"),
     ("TIGER (attribute IDs)", "FLASH"),
+    ("TIGER (attribute IDs)", "TIGER (collaborative IDs)"),
     ("FLASH", "FLASH (collaborative IDs)"),
     ("TIGER (collaborative IDs)", "FLASH (collaborative IDs)"),
 ]

@@ -195,6 +195,17 @@ class RecModel(L.LightningModule, ABC):
         scores = self.eval_scores(batch, stage)
         self.evaluator.update(scores, batch["targets"], batch["labels"], batch["seen"],
                               model_name=type(self).__name__)
+        if stage == "test":
+            self._record_test_ranks(scores, batch)
+
+    def _record_test_ranks(self, scores: Tensor, batch: dict[str, Tensor]) -> None:
+        """Keep each test user's rank of its first held-out item (:attr:`test_ranks`), from the scores the
+        evaluator just ranked, so that per-user analyses after ``trainer.test`` need not score again."""
+        from recframe.metrics import target_ranks
+
+        ranks, _ = target_ranks(scores, batch["targets"], batch["labels"], batch["seen"],
+                                disliked_ties="last")
+        self.test_ranks.update(zip(batch["users"].tolist(), ranks[:, 0].tolist(), strict=True))
 
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
         self._eval_step(batch, "val")
@@ -221,6 +232,10 @@ class RecModel(L.LightningModule, ABC):
     def on_test_epoch_start(self) -> None:
         if self.evaluator is not None:
             self.evaluator.reset()
+        #: ``{user index: 0-based pessimistic rank of the user's first held-out item}`` of the last test
+        #: pass (held-out items relevant whatever their label, ties put the target last: the ranks of
+        #: :func:`recframe.metrics.target_ranks` with ``disliked_ties="last"``), this process's batches only
+        self.test_ranks: dict[int, int] = {}
 
     def on_validation_epoch_end(self) -> None:
         values = self._eval_epoch_end("val")
