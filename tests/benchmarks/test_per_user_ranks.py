@@ -53,6 +53,7 @@ def test_partial_records_are_scored_afresh(tested):
     saved = model.test_ranks
     model.test_ranks = dict(list(saved.items())[:5])  # e.g. one process's shard under DDP
     try:
-        assert per_user_test_ranks(model, dm) == per_user_test_ranks(type("M", (), {"score": model.score})(), dm)
+        unrecorded = type("Unrecorded", (), {"score": model.score})()  # the same scores, no record
+        assert per_user_test_ranks(model, dm) == per_user_test_ranks(unrecorded, dm)
     finally:
         model.test_ranks = saved
