@@ -45,7 +45,7 @@ def test_ranks(model: Any, dm: Any, k: int = 10) -> dict[str, int]:
     out: dict[str, int] = {}
     recorded = getattr(model, "test_ranks", None)
     if recorded:  # the last trainer.test pass ranked these users already (RecModel._record_test_ranks)
-        wanted = [int(u) for batch in dm.test_dataloader() for u in batch["users"].tolist()]
+        wanted = dm.eval_view("test").users.tolist()  # the test loader's users, in its order, unbatched
         if all(u in recorded for u in wanted):
             return {str(users[u]): min(int(recorded[u]), k) for u in wanted}
     with torch.no_grad():

@@ -23,6 +23,7 @@ def tested():
                         enable_model_summary=False, num_sanity_val_steps=0)
     trainer.fit(model, dm)
     test = trainer.test(model, dm, verbose=False)[0]
+    assert 0 < test["test/hr@10"] < 1  # a trained model that ranks some targets, not all, in its top 10
     return model, dm, test
 
 
