@@ -6,8 +6,11 @@ produces that table from any recframe config whose model exposes ``item_embeddin
 LightGCN, BPR-MF) and mixes it with text embeddings.
 
 :func:`collaborative_item_embeddings` runs the config in-process, as ``recframe fit --config CONFIG
---seed_everything SEED`` would, but with no logger and its checkpoints in a temporary directory
-(nothing is written under the user's ``runs/``), early stopping and ``max_epochs`` exactly as the
+--seed_everything SEED`` would, but with no logger and its checkpoints beside the cache, in
+``<cache_dir>/<key>.run/`` (nothing is written under the user's ``runs/``). A run killed part-way resumes
+from that folder's ``last.ckpt`` when the same table is asked for again, with the same result as an
+uninterrupted run (the checkpoint holds the random state); the folder is removed once the table is cached.
+Early stopping and ``max_epochs`` exactly as the
 config says but **no wall-clock cap** (``trainer.max_time`` is set to null: a cached artifact must not
 depend on how busy the machine was; ``benchmarks/ml100k_generative.py`` runs SASRec the same way), and
 returns the item table of the **best-validation** checkpoint (the test split is
@@ -39,6 +42,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -112,10 +116,13 @@ def collaborative_item_embeddings(train: Any, config: str | Path, seed: int = 0,
                            train.n_items + 1)
         except (OSError, ValueError) as exc:
             logger.warning("collaborative cache %s is unreadable (%s); retraining", path, exc)
-    table, info = train_item_table(config, seed=seed, expected_train=train.fingerprint)
-    if cache:
-        _write_table(folder, text, seed, train.fingerprint, model_class, table, info)
-        logger.info("collaborative item table cached at %s", path)
+    if not cache:
+        return train_item_table(config, seed=seed, expected_train=train.fingerprint)[0]
+    work_dir = path.with_suffix(".run")
+    table, info = train_item_table(config, seed=seed, expected_train=train.fingerprint, work_dir=work_dir)
+    _write_table(folder, text, seed, train.fingerprint, model_class, table, info)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    logger.info("collaborative item table cached at %s", path)
     return table
 
 
@@ -141,13 +148,17 @@ def read_run_info(train: Any, config: str | Path, seed: int = 0,
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def train_item_table(config: str | Path, seed: int = 0, expected_train: str | None = None
-                     ) -> tuple[np.ndarray, dict[str, Any]]:
-    """Fit ``config`` in a temporary directory, without its ``max_time``; return the best-validation item
-    table and the run record.
+def train_item_table(config: str | Path, seed: int = 0, expected_train: str | None = None,
+                     work_dir: str | Path | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Fit ``config`` without its ``max_time``; return the best-validation item table and the run record.
+
+    The run's checkpoints go to ``work_dir`` (a temporary directory when None). If ``work_dir`` already
+    holds ``checkpoints/last.ckpt`` from a killed run of the same table, the fit resumes from it; the caller
+    removes ``work_dir`` once it has what it needs.
 
     The record holds ``best_epoch``, ``best_val_ndcg`` (the monitored ``val_ndcg``: NDCG at the data's
-    first cut-off), ``epochs`` (epochs run) and ``train_seconds``. No caching (see
+    first cut-off), ``epochs`` (epochs run), ``train_seconds`` (this call's fit; a resumed run counts only
+    the part after the resume) and ``resumed_from_epoch`` (None unless it resumed). No caching (see
     :func:`collaborative_item_embeddings`).
     """
 
@@ -155,9 +166,9 @@ def train_item_table(config: str | Path, seed: int = 0, expected_train: str | No
     from recframe.cli import run_cli
 
     text, model_class = _read_config(config)
-    with _restored_global_state(), tempfile.TemporaryDirectory(prefix="recframe-collab-") as tmp:
+    with _restored_global_state(), _run_folder(work_dir) as tmp:
         cli = run_cli(["--config", str(config), "--seed_everything", str(int(seed)),
-                       "--trainer.logger", "false", "--trainer.default_root_dir", tmp,
+                       "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp),
                        "--trainer.max_time", "null", "--trainer.enable_model_summary", "false"], run=False)
         trainer, model, dm = cli.trainer, cli.model, cli.datamodule
         if not callable(getattr(model, "item_embeddings", None)):
@@ -169,9 +180,16 @@ def train_item_table(config: str | Path, seed: int = 0, expected_train: str | No
                 f"config {config} trains on data whose training split has fingerprint {fp}, but the "
                 f"training data given has fingerprint {expected_train}; use a config whose data: section "
                 "builds the same training split (dataset, split, filters, label thresholds).")
-        logger.info("training %s from %s (seed %d) for its item table", model_class, config, seed)
+        last = tmp / "checkpoints" / "last.ckpt"
+        resume = str(last) if last.is_file() else None
+        resumed_epoch = int(load_checkpoint(last).get("epoch", -1)) if resume else None
+        if resume:
+            logger.info("resuming %s from %s (seed %d) for its item table from %s", model_class, config,
+                        seed, resume)
+        else:
+            logger.info("training %s from %s (seed %d) for its item table", model_class, config, seed)
         start = time.perf_counter()
-        trainer.fit(model, dm)
+        trainer.fit(model, dm, ckpt_path=resume)
         seconds = time.perf_counter() - start
         ckpt_cb = trainer.checkpoint_callback
         best = getattr(ckpt_cb, "best_model_path", "") or ""
@@ -183,7 +201,8 @@ def train_item_table(config: str | Path, seed: int = 0, expected_train: str | No
         score = getattr(ckpt_cb, "best_model_score", None)
         info = {"best_epoch": int(ckpt.get("epoch", -1)),
                 "best_val_ndcg": None if score is None else float(score),
-                "epochs": int(trainer.current_epoch), "train_seconds": round(seconds, 1), "seed": int(seed)}
+                "epochs": int(trainer.current_epoch), "train_seconds": round(seconds, 1), "seed": int(seed),
+                "resumed_from_epoch": resumed_epoch}
     logger.info("item table %s: best epoch %d, val_ndcg %s, %d epochs, %.1f s", table.shape,
                 info["best_epoch"], info["best_val_ndcg"], info["epochs"], seconds)
     return table, info
@@ -384,6 +403,25 @@ def _read_config(config: str | Path) -> tuple[str, str]:
         raise ValueError(f"config {config} has no model.class_path; name a model with item_embeddings(), "
                          "e.g. recframe.models.SASRec.")
     return text, model_class
+
+
+@contextmanager
+def _run_folder(work_dir: str | Path | None) -> Iterator[Path]:
+    """``work_dir`` (created), or a temporary directory removed after the block when it is None.
+
+    A ``work_dir`` the block leaves without ``checkpoints/last.ckpt`` (a refusal before training) is removed:
+    there is nothing in it to resume from."""
+    if work_dir is not None:
+        folder = Path(work_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            yield folder
+        finally:
+            if not (folder / "checkpoints" / "last.ckpt").is_file():
+                shutil.rmtree(folder, ignore_errors=True)
+        return
+    with tempfile.TemporaryDirectory(prefix="recframe-collab-") as tmp:
+        yield Path(tmp)
 
 
 @contextmanager

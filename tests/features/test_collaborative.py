@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from lightning.pytorch.callbacks import Callback
 
 from recframe.data.datamodule import RecDataModule
 from recframe.data.synthetic import make_synthetic
@@ -131,7 +132,7 @@ def test_cache_key_covers_seed_config_and_data(trained, monkeypatch, tmp_path):
     train, cache, _, _, _ = trained
     calls = []
 
-    def fake(config, seed=0, expected_train=None):
+    def fake(config, seed=0, expected_train=None, work_dir=None):
         calls.append((str(config), seed))
         return np.zeros((train.n_items + 1, 2), dtype=np.float32), {"best_epoch": 0}
 
@@ -148,6 +149,47 @@ def test_cache_key_covers_seed_config_and_data(trained, monkeypatch, tmp_path):
             co.collab_cache_key("a", 0, "g", "M"), co.collab_cache_key("a", 0, "f", "N"),
             co.collab_cache_key("b", 0, "f", "M")}
     assert len(keys) == 5
+
+
+class _KilledAtEpoch(Callback):
+    """Raises when epoch ``epoch`` starts, as a kill after ``epoch`` finished epochs would stop the run."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def on_train_epoch_start(self, trainer, pl_module) -> None:
+        if trainer.current_epoch == self.epoch:
+            raise RuntimeError("killed")
+
+
+def test_killed_table_run_resumes_to_the_uninterrupted_table(trained, monkeypatch, tmp_path, caplog):
+    train, _, table, _, _ = trained
+    cache = tmp_path / "cache"
+    import recframe.cli as cli_module  # train_item_table imports run_cli from it when it runs
+
+    original = cli_module.run_cli
+
+    def killed_after_two_epochs(*args, **kwargs):
+        cli = original(*args, **kwargs)
+        cli.trainer.callbacks.append(_KilledAtEpoch(2))
+        return cli
+
+    monkeypatch.setattr(cli_module, "run_cli", killed_after_two_epochs)
+    with pytest.raises(RuntimeError, match="killed"):
+        collaborative_item_embeddings(train, CONFIG, seed=0, cache_dir=cache)
+    work = co.collaborative_cache_path(train, CONFIG, 0, cache).with_suffix(".run")
+    assert (work / "checkpoints" / "last.ckpt").is_file()
+    assert not co.collaborative_cache_path(train, CONFIG, 0, cache).exists()
+
+    monkeypatch.setattr(cli_module, "run_cli", original)
+    with caplog.at_level("INFO", logger="recframe.features"):
+        resumed = collaborative_item_embeddings(train, CONFIG, seed=0, cache_dir=cache)
+    assert any("resuming" in r.getMessage() for r in caplog.records)
+    info = co.read_run_info(train, CONFIG, 0, cache)
+    assert info["resumed_from_epoch"] == 1
+    assert info["epochs"] == co.read_run_info(train, CONFIG, 0, trained[1])["epochs"]
+    np.testing.assert_allclose(resumed, table, rtol=0, atol=1e-6)
+    assert not work.exists()  # the run folder goes once the table is cached
 
 
 def test_other_training_data_is_refused_naming_both_fingerprints(tmp_path):
