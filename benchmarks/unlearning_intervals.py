@@ -27,7 +27,8 @@ Scales:
   ``seed_everything`` 0, 1, 2 (its collaborative item table keeps ``collaborative_seed: 0``, so the SID table
   is the same in every seed and only the decoder's seed changes). About 35 minutes per original model and 20
   per retrain reference at one idle CPU thread, plus the grid; hours on a 2-core machine. An original model
-  already trained under ``runs/unlearning_intervals/`` is reused. Writes
+  already trained under ``runs/unlearning_intervals/`` is reused, and so is each finished (seed, concept)
+  report there (:func:`finished_report`), so a killed run resumes where it stopped. Writes
   ``benchmarks/results/ml100k_unlearning_intervals.{json,md}``.
 
 Run::
@@ -39,9 +40,11 @@ Run::
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -289,22 +292,32 @@ def run_synthetic(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[fl
 
 def ml100k_original(seed: int, runs_dir: Path | None = None, config: str = MODEL_CONFIG) -> str:
     """The best checkpoint of ``config`` trained with ``seed`` in ``runs_dir/<config name>_seed<seed>``
-    (default ``runs/unlearning_intervals``), trained here unless a best checkpoint is already there."""
-    from recframe.checkpoint_io import CheckpointError, best_checkpoint
+    (default ``runs/unlearning_intervals``).
+
+    A finished fit leaves ``finished.json`` naming its best checkpoint, which is then reused. A fit killed
+    part-way (its folder holds a ``last.ckpt`` but no ``finished.json``) resumes from its furthest
+    ``last.ckpt`` (:func:`benchmarks.seeded_runs.interrupted_checkpoint`), so it ends as an uninterrupted fit
+    would: its ``best-*.ckpt`` so far is not the finished model's."""
+    from benchmarks.seeded_runs import interrupted_checkpoint
+    from recframe.checkpoint_io import atomic_write
     from recframe.runs import fit_and_test
 
     runs_dir = runs_dir or ROOT / "runs" / "unlearning_intervals"
     folder = runs_dir / f"{Path(config).stem}_seed{seed}"
-    if folder.is_dir():
-        try:
-            return str(best_checkpoint(folder))
-        except CheckpointError:
-            pass
+    marker = folder / "finished.json"
+    if marker.is_file():
+        best = Path(json.loads(marker.read_text())["best_checkpoint"])
+        if best.is_file():
+            return str(best)
+    resume = interrupted_checkpoint(folder.name, runs_dir) if folder.is_dir() else None
     result = fit_and_test(ROOT / config, ["--seed_everything", str(seed),
                                           "--trainer.logger.init_args.save_dir", str(runs_dir),
-                                          "--trainer.logger.init_args.name", folder.name])
+                                          "--trainer.logger.init_args.name", folder.name], ckpt_path=resume)
     if not result["best_checkpoint"]:
         raise SystemExit(f"{config} seed {seed}: the fit left no best-validation checkpoint")
+    body = json.dumps({"best_checkpoint": str(result["best_checkpoint"]), "epochs": result["epochs"],
+                       "resumed_from": str(resume) if resume else None}, default=str).encode()
+    atomic_write(marker, lambda fh: fh.write(body))
     return str(result["best_checkpoint"])
 
 
@@ -334,10 +347,40 @@ def run_ml100k(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[float
             slug = "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
             save = runs_dir / f"seed{seed}" / slug
             save.mkdir(parents=True, exist_ok=True)
-            out[text][str(seed)] = run_seed(model, ckpt, data, text, grid_methods(methods, grid, root_sample),
-                                            int(cfg.get("eval_batch_size") or 64), save_dir=save)
+            run = grid_methods(methods, grid, root_sample)
+            batch = int(cfg.get("eval_batch_size") or 64)
+            inputs = {"concept": text, "seed": seed, "methods": run, "eval_batch_size": batch,
+                      "original": {"epoch": ckpt.get("epoch"),
+                                   "fingerprint": (ckpt.get("recframe") or {}).get("data_fingerprint")}}
+            out[text][str(seed)] = finished_report(
+                save / "report.json", inputs,
+                partial(run_seed, model, ckpt, data, text, run, batch, save_dir=save), log)
             log(f"seed {seed}, {text}: done")
     return {text: concept_block(seeds_, exact_ablation=False) for text, seeds_ in out.items()}
+
+
+def finished_report(path: Path, inputs: dict[str, Any], compute: Callable[[], dict[str, Any]],
+                    log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The report of one (seed, concept): read from ``path`` when a finished one with the same ``inputs``
+    (concept, seed, the grid's methods, batch, the original's epoch and data) is there, else ``compute()``
+    written there atomically. An ML-100K (seed, concept) is about 45 minutes at one thread, so a killed
+    ``--scale ml100k`` run resumes at the next unfinished one. Both paths give the JSON round trip of the
+    report (what the result file holds), so a resumed run's numbers equal an uninterrupted one's."""
+    from recframe.checkpoint_io import atomic_write
+
+    inputs = json.loads(json.dumps(inputs, default=str))
+    if path.is_file():
+        try:
+            stored = json.loads(path.read_text())
+        except ValueError:
+            stored = {}
+        if stored.get("inputs") == inputs and "report" in stored:
+            log(f"{path}: finished before, reused")
+            return stored["report"]
+    report = json.loads(json.dumps(compute(), default=str))
+    body = json.dumps({"inputs": inputs, "report": report}, default=str).encode()
+    atomic_write(path, lambda fh: fh.write(body))
+    return report
 
 
 def ablation_cost(steps: int, root_sample: int, concepts: list[str]) -> dict[str, Any]:

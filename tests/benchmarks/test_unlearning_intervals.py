@@ -96,9 +96,10 @@ def test_the_cost_table_lists_every_arm() -> None:
     assert '| `genre == "Horror"` | sampled | 91 | 16 | 1.11 |' in md and "10 steps of 64 + 64" in md
 
 
-def test_the_ml100k_path_on_the_smoke_decoder(tmp_path) -> None:
+def test_the_ml100k_path_on_the_smoke_decoder(tmp_path, monkeypatch) -> None:
     """The --scale ml100k code path (train each seed's original from a config, run the concept configs, pair
-    the seeds) on the tiny synthetic smoke decoder; a second call reuses the trained originals."""
+    the seeds) on the tiny synthetic smoke decoder; a second call reuses the trained originals and the
+    finished (seed, concept) reports, and gives the same result."""
     torch.set_num_threads(1)
     concept = tmp_path / "concept.yaml"
     concept.write_text(
@@ -116,3 +117,56 @@ def test_the_ml100k_path_on_the_smoke_decoder(tmp_path) -> None:
     assert seed1["tracer@lr=0.001"]["settings"]["seed"] == 1 and seed1["ga@lr=0.001"]["settings"]["seed"] == 1
     first = ui.ml100k_original(0, runs, config)
     assert ui.ml100k_original(0, runs, config) == first  # reused, not trained again
+
+    def boom(*args, **kwargs):
+        raise AssertionError("a finished (seed, concept) ran again")
+
+    monkeypatch.setattr(ui, "run_seed", boom)
+    again = ui.run_ml100k([0, 1], (1e-3,), (0.5,), 2, [str(concept)], log=lambda _: None, runs_dir=runs,
+                          config=config)
+    assert again == out
+    with pytest.raises(AssertionError, match="ran again"):  # another grid is not the finished one
+        ui.run_ml100k([0], (3e-3,), (0.5,), 2, [str(concept)], log=lambda _: None, runs_dir=runs,
+                      config=config)
+
+
+def test_a_finished_report_is_reused_only_for_the_same_inputs(tmp_path) -> None:
+    path = tmp_path / "report.json"
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"value": np.float32(0.5), "ranks": "0-1"}
+
+    first = ui.finished_report(path, {"seed": 0}, compute, log=lambda _: None)
+    assert ui.finished_report(path, {"seed": 0}, compute, log=lambda _: None) == first and len(calls) == 1
+    assert first == {"value": "0.5", "ranks": "0-1"}  # the JSON round trip the result file holds
+    ui.finished_report(path, {"seed": 1}, compute, log=lambda _: None)
+    assert len(calls) == 2
+    path.write_text("{not json")  # a damaged file is computed again, not trusted
+    ui.finished_report(path, {"seed": 1}, compute, log=lambda _: None)
+    assert len(calls) == 3
+
+
+def test_a_killed_original_resumes_from_last_ckpt_instead_of_reusing_its_best(tmp_path, monkeypatch) -> None:
+    """Without ``finished.json`` an original's folder is an interrupted fit: its ``best-*.ckpt`` so far is
+    not the finished model, so the fit resumes from the furthest ``last.ckpt`` and then marks itself done."""
+    import recframe.runs
+
+    folder = tmp_path / "sid_decoder_seed0" / "version_0" / "checkpoints"
+    folder.mkdir(parents=True)
+    (folder / "best-epoch=1-val_ndcg=0.1000.ckpt").write_bytes(b"")
+    torch.save({"epoch": 2}, folder / "last.ckpt")
+    calls = []
+
+    def fit(config, extra, ckpt_path=None, **kwargs):
+        calls.append(ckpt_path)
+        best = folder / "best-epoch=5-val_ndcg=0.2000.ckpt"
+        best.write_bytes(b"")
+        return {"best_checkpoint": str(best), "epochs": 7}
+
+    monkeypatch.setattr(recframe.runs, "fit_and_test", fit)
+    config = "configs/smoke/sid_decoder.yaml"
+    best = ui.ml100k_original(0, tmp_path, config)
+    assert calls == [folder / "last.ckpt"] and best.endswith("best-epoch=5-val_ndcg=0.2000.ckpt")
+    assert ui.ml100k_original(0, tmp_path, config) == best and len(calls) == 1  # finished: reused
