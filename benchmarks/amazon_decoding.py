@@ -129,6 +129,8 @@ def measure(dataset: str, ns: argparse.Namespace) -> dict[str, Any]:
         (beam_row, lambda h: tiger.generate(h, k=10, beam=ns.beam), histories, ns.repeats),
         (f"TIGER, validation beam search (beam {VALIDATION_BEAM}, its items scored exactly)",
          lambda h: tiger.beam_scores(h, VALIDATION_BEAM), histories, ns.repeats),
+        ("TIGER, the same validation beam search re-running every hypothesis's whole prefix (no beam cache)",
+         lambda h: tiger.beam_scores(h, VALIDATION_BEAM, cached=False), histories, ns.repeats),
         ("TIGER, exact scoring of every item (cached K/V)", lambda h: tiger.score({"history": h}),
          histories[: ns.exact_users], 1),
         (f"TIGER, code-token history (the ML-100K benchmark's layout), beam {ns.beam}, top 10",

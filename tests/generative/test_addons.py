@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from recframe.checkpoint_io import load_checkpoint, save_checkpoint
-from recframe.models.generative import TIGER, AuxLoss, GenerativeAddon, SIDDecoder, TrieRec
+from recframe.models.generative import TIGER, AuxLoss, GenerativeAddon, SIDDecoder, TrieRec, beam_search
 from recframe.models.generative.legacy import main as migrate_main
 from tests.generative.fixtures.make_legacy import KW, SIZES, batches, codes
 
@@ -196,6 +196,36 @@ def test_cached_exact_scores_equal_uncached(cls, trierec: bool, history_tokens: 
         fast = model.score({"history": history})
     assert torch.isinf(fast[:, 0]).all() and torch.isfinite(fast[:, 1:]).all()
     torch.testing.assert_close(fast, slow, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [TIGER, SIDDecoder])
+@pytest.mark.parametrize("trierec", [False, True])
+@pytest.mark.parametrize("history_tokens", ["codes", "items"])
+@pytest.mark.parametrize("beam", [1, 3, 40])
+def test_cached_beam_search_equals_the_whole_prefix_search(cls, trierec: bool, history_tokens: str,
+                                                           beam: int) -> None:
+    """``generate`` runs only each hypothesis's newest token on a cache that follows the beam; the
+    whole-prefix scorer ``backbone.step`` must find the same items with the same path log-probabilities. A
+    beam as wide as the trie is also exact: its top items are :meth:`score`'s."""
+    model = _build(cls, trierec, seed=5, history_tokens=history_tokens)
+    _perturb(model)
+    model.eval()
+    history = torch.tensor([[0, 0, 3, 5, 7, 9, 10], [1, 2, 3, 4, 5, 6, 40], [0, 0, 0, 0, 0, 0, 12],
+                            [0, 0, 0, 0, 0, 0, 0]])
+    backbone = model.backbone
+    with torch.no_grad():
+        fast = model.generate(history, k=min(beam, 5), beam=beam)
+        slow = beam_search(model.trie, backbone.step, backbone.context(history), k=min(beam, 5), beam=beam,
+                           normalize=backbone.normalize)
+        reference = model.generate(history, k=min(beam, 5), beam=beam, cached=False)
+        assert torch.equal(reference.items, slow.items)
+        exact = model.score({"history": history})
+    assert torch.equal(fast.items, slow.items)
+    torch.testing.assert_close(fast.log_probs, slow.log_probs, rtol=0, atol=1e-5)
+    found = exact.gather(1, fast.items)  # each item's score is its exact path log-probability
+    torch.testing.assert_close(fast.log_probs, found, rtol=0, atol=1e-5)
+    if beam >= max(model.trie.n_nodes):
+        torch.testing.assert_close(fast.log_probs, exact.topk(fast.items.shape[1]).values, rtol=0, atol=1e-5)
 
 
 def test_cached_scoring_chunks_users_and_nodes(monkeypatch) -> None:

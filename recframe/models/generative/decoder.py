@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from recframe.models.generative.backbones import Context, SIDBackbone, causal_mask
-from recframe.models.generative.kv_cache import NodeKV, cached_block
+from recframe.models.generative.kv_cache import BeamKV, NodeKV, cached_block
 from recframe.models.generative.structure import TokenNodes
 from recframe.models.generative.trie import SIDTrie
 
@@ -94,17 +94,32 @@ class DecoderBackbone(SIDBackbone):
         the last history token, deeper nodes by running only their own token against the cached history and
         their ancestors' cached keys/values."""
         ctx, cache = state
-        B, n = ctx.kv[0][0].shape[0], stop - start
         prefix = cache.trie.prefixes(level)[start:stop][None]  # [1, n, level]: the same for every user
+        return self._newest_token_logits(ctx, cache, prefix, start, stop)
+
+    def beam_step(self, state: tuple[Context, BeamKV], prefix: Tensor) -> Tensor:
+        """:meth:`step` for a beam search that calls ``state[1].select`` after each level
+        (:func:`~recframe.models.generative.decoding.beam_search`'s ``on_select``): only each prefix's
+        newest token runs, against the cached history and its path's cached keys/values. The same logits as
+        :meth:`step`."""
+        ctx, cache = state
+        return self._newest_token_logits(ctx, cache, prefix, 0, prefix.shape[1])
+
+    def _newest_token_logits(self, ctx: Context, cache: NodeKV | BeamKV, prefix: Tensor, start: int,
+                             stop: int) -> Tensor:
+        """Next-code logits ``[B, N, V_level]`` for prefixes ``[1 or B, N, level]``: from the last history
+        token at level 0, else by running the prefixes' last token on the cached keys/values before it."""
+        b, n, level = prefix.shape
+        B = ctx.kv[0][0].shape[0]
         if level == 0:
-            return self.level_logits(ctx.last, 0, prefix[:, 0].expand(B, 0))[:, None]
+            return self.level_logits(ctx.last, 0, prefix[:, 0].expand(B, 0))[:, None].expand(B, n, -1)
         x, nodes = self.embed_prefix(prefix, start=False, position=self.window)
-        last = nodes.tokens(slice(level - 1, level))  # [n, 1]: the new token of each node
-        self_bias = self.self_bias(last, nodes, 1, n)
-        query = TokenNodes(*(t.reshape(1, n, *t.shape[2:]).expand(B, n, *t.shape[2:])  # [B, n(*1), ...]
+        last = nodes.tokens(slice(level - 1, level))  # [b * n, 1]: the new token of each prefix
+        self_bias = self.self_bias(last, nodes, b, n)
+        query = TokenNodes(*(t.reshape(b, n, *t.shape[2:]).expand(B, n, *t.shape[2:])  # [B, n(*1), ...]
                              for t in (last.path, last.depth, last.occurrence, last.subtree, last.valid)))
         past_bias = self._history_bias(ctx, query, B, n, 1)
-        x = self.drop(x[:, :, -1:])  # [1, n, 1, D]: user-independent until the first attention to the history
+        x = self.drop(x[:, :, -1:])  # [b, n, 1, D]: user-independent (b = 1) until the history attention
         for layer, (block, kv) in enumerate(zip(self.blocks, ctx.kv)):
             x = cached_block(block, x, cache=cache, depth=level, start=start, stop=stop, layer=layer,
                              self_bias=self_bias, context_kv=kv, context_mask=ctx.mask,

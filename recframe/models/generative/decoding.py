@@ -131,7 +131,8 @@ def normalise_step(logits: Tensor, valid: Tensor, normalize: Normalize) -> Tenso
 
 # --------------------------------------------------------------------------- beam search
 def beam_search(trie: SIDTrie, step_logits: StepLogits, state: Any, *, k: int, beam: int,
-                normalize: Normalize = "codebook", batch_size: int | None = None) -> BeamResult:
+                normalize: Normalize = "codebook", batch_size: int | None = None,
+                on_select: Callable[[Tensor], None] | None = None) -> BeamResult:
     """Top-``k`` items per user by beam search constrained to the trie, batched over users and beams.
 
     Per level: one scorer call on ``[B, W, l]`` prefixes, one child gather ``[B, W, C]``, invalid codes set
@@ -146,6 +147,10 @@ def beam_search(trie: SIDTrie, step_logits: StepLogits, state: Any, *, k: int, b
         beam: hypotheses kept per user at each depth.
         normalize: ``"codebook"`` or ``"valid"`` (module docstring); use the same in :func:`exact_scores`.
         batch_size: ``B``; inferred from the first tensor of ``state`` when omitted.
+        on_select: called after each level but the last with ``parent [B, W']``, the index of each kept
+            hypothesis's parent among the ``W`` just scored, so that an incremental scorer (one that runs only
+            each prefix's newest token, e.g. :class:`~recframe.models.generative.kv_cache.BeamKV`) can make
+            its cached paths follow the beam.
 
     Returns:
         :class:`BeamResult` with ``items [B, k]`` (ids in ``1..n_items``; 0 only in slots beyond ``n_items``)
@@ -174,6 +179,8 @@ def beam_search(trie: SIDTrie, step_logits: StepLogits, state: Any, *, k: int, b
         scores = top.masked_fill(dead, float("-inf"))
         kept = prefix.gather(1, parent.unsqueeze(-1).expand(-1, -1, level))
         prefix = torch.cat([kept, code.unsqueeze(-1)], dim=-1)
+        if on_select is not None and level + 1 < len(trie.codebook_sizes):
+            on_select(parent)
     items = nodes.clamp(min=0)[:, :k]
     scores = scores[:, :k]
     if items.shape[1] < k:  # fewer items in the catalogue than k

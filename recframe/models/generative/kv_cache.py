@@ -1,4 +1,4 @@
-"""Keys and values reused across trie levels, for exact full-catalogue scoring.
+"""Keys and values reused across trie levels, for exact full-catalogue scoring and for beam search.
 
 Exact scoring (:func:`~recframe.models.generative.decoding.exact_scores_cached`) visits the trie depth by
 depth. The decoder token of a depth-``d`` node (its code ``c_d``; the start token at the root) attends, in
@@ -7,6 +7,13 @@ token's keys and values are the same in every prefix that contains it: they are 
 own node is scored, stored here per depth and layer (:class:`NodeKV`), and gathered for the descendants.
 Each level then runs only one new token per node, instead of re-running the whole prefix: ``sum_d n_nodes[d]``
 tokens instead of ``sum_d (d + 1) n_nodes[d]`` (TIGER; the decoder-only model has no start token).
+
+:class:`BeamKV` is the same idea for trie-constrained beam search: a hypothesis at depth ``d`` is a trie
+node too, but each user keeps its own ``W`` of them, so its cache holds, per layer, the keys/values of
+the tokens on each kept hypothesis's path ``[B, W, d, H, d_h]``; after each level's selection the rows
+follow their parents (:meth:`BeamKV.select`). Each level then runs one new token per hypothesis instead of
+its whole prefix:
+``L`` decoder tokens per hypothesis instead of ``L (L + 1) / 2`` (TIGER's start token included).
 
 :func:`cached_block` is one :class:`~recframe.models.generative.attention.RowBlock` applied to the new tokens
 with the same parameters and the same pre-norm residual order as ``RowBlock.forward``; its self-attention
@@ -73,11 +80,49 @@ class NodeKV:
         return ks[:, rows], vs[:, rows]
 
 
+class BeamKV:
+    """Per layer, the keys and values ``[B, W, P, H, d_h]`` of the tokens on the path of each of the ``W``
+    hypotheses every user keeps in a beam search (module docstring).
+
+    It offers :class:`NodeKV`'s ``store``/``path_kv`` (the node range ``start:stop`` is every hypothesis of
+    the call) so that :func:`cached_self_attention` serves both; :meth:`select` reorders the paths after the
+    beam keeps its best children.
+    """
+
+    def __init__(self) -> None:
+        self._path: dict[int, KV] = {}  # the kept hypotheses' paths, before this level's new token
+        self._new: dict[int, KV] = {}  # the same paths with this level's token appended
+
+    def store(self, depth: int, start: int, stop: int, layer: int, kv: KV) -> None:
+        """Append the new tokens' keys/values ``[B or 1, W, H, d_h]`` to each hypothesis's path."""
+        k, v = (t[:, :, None] for t in kv)
+        if layer in self._path:
+            pk, pv = self._path[layer]
+            users = max(pk.shape[0], k.shape[0])
+            k = torch.cat([pk.expand(users, *pk.shape[1:]), k.expand(users, *k.shape[1:])], 2)
+            v = torch.cat([pv.expand(users, *pv.shape[1:]), v.expand(users, *v.shape[1:])], 2)
+        self._new[layer] = (k, v)
+
+    def path_kv(self, depth: int, start: int, stop: int, layer: int) -> KV:
+        """Keys/values ``[B, W, P + 1, H, d_h]`` of each hypothesis's path, its new token last."""
+        return self._new[layer]
+
+    def select(self, parent: Tensor) -> None:
+        """Keep, for each user's next hypotheses ``[B, W']``, the path of its parent (an index into the
+        ``W`` hypotheses just scored)."""
+        for layer, (k, v) in self._new.items():
+            users = max(k.shape[0], parent.shape[0])
+            k, v = k.expand(users, *k.shape[1:]), v.expand(users, *v.shape[1:])
+            index = parent.view(*parent.shape, 1, 1, 1).expand(-1, -1, *k.shape[2:])
+            self._path[layer] = (k.gather(1, index), v.gather(1, index))
+        self._new = {}
+
+
 def cached_self_attention(
     attn: RowAttention,
     x: Tensor,
     *,
-    cache: NodeKV,
+    cache: NodeKV | BeamKV,
     depth: int,
     start: int,
     stop: int,
@@ -93,7 +138,8 @@ def cached_self_attention(
     Args:
         attn: a self-attention ``RowAttention`` (its ``q``, ``kv`` and ``out`` layers are used).
         x: ``[B, N, 1, D]`` normalised inputs of the new tokens (``B = 1``: the same for every user).
-        cache, depth, start, stop, layer: where the rows' paths are cached (:class:`NodeKV`).
+        cache, depth, start, stop, layer: where the rows' paths are cached (:class:`NodeKV` for trie nodes,
+            :class:`BeamKV` for beam hypotheses).
         self_bias: broadcastable to ``[B, N, H, 1, P + 1]`` over the path (ancestors in depth order, itself).
         context_kv, context_mask, context_bias: the shared per-user context, as in ``RowAttention.forward``.
 

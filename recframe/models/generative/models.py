@@ -43,6 +43,7 @@ from recframe.models.generative.backbones import SIDBackbone
 from recframe.models.generative.decoder import DecoderBackbone
 from recframe.models.generative.decoding import BeamResult, beam_search, exact_scores, exact_scores_cached
 from recframe.models.generative.item_matrix import ItemMatrixSource
+from recframe.models.generative.kv_cache import BeamKV
 from recframe.models.generative.sid_state import SIDTableState
 from recframe.models.generative.tiger import TigerBackbone
 from recframe.models.generative.trie import SIDTrie
@@ -314,19 +315,24 @@ class GenerativeRecModel(ItemMatrixSource, SIDTableState, RecModel):
             return self.beam_scores(batch["history"], self.validation_beam)
         return self.score(batch)
 
-    def beam_scores(self, history: Tensor, beam: int) -> Tensor:
+    def beam_scores(self, history: Tensor, beam: int, *, cached: bool = True) -> Tensor:
         """``[B, n_items + 1]``: the exact log-probabilities of the ``beam`` items a trie-constrained beam
         search of width ``beam`` returns; every other item gets :data:`BELOW_BEAM` (finite, as the evaluator
         requires, and below any path log-probability), so a target outside the beam ranks last among ties;
-        column 0 is ``-inf``."""
-        found = self.generate(history, k=beam, beam=beam)
+        column 0 is ``-inf``. ``cached``: as in :meth:`generate`."""
+        found = self.generate(history, k=beam, beam=beam, cached=cached)
         scores = torch.full((history.shape[0], self.n_items + 1), BELOW_BEAM, device=history.device)
         scores.scatter_(1, found.items, found.log_probs)
         scores[:, 0] = float("-inf")
         return scores
 
-    def generate(self, history: Tensor, k: int = 10, beam: int = 20) -> BeamResult:
+    def generate(self, history: Tensor, k: int = 10, beam: int = 20, *, cached: bool = True) -> BeamResult:
         """Top-``k`` items by trie-constrained beam search.
+
+        ``cached=True`` (default) runs, at each level, only each hypothesis's newest decoder token on its
+        path's cached keys/values, which follow the beam
+        (:class:`~recframe.models.generative.kv_cache.BeamKV`); ``cached=False`` re-runs every hypothesis's
+        whole prefix (the reference; the same result up to float rounding).
 
         Args:
             history: ``[B, w]`` dense item ids, left-padded with 0, oldest first; the last ``max_len`` are
@@ -342,8 +348,13 @@ class GenerativeRecModel(ItemMatrixSource, SIDTableState, RecModel):
         """
         backbone = self._require_backbone()
         ctx = backbone.context(history)
-        return beam_search(self.trie, backbone.step, ctx, k=k, beam=max(beam, k),
-                           normalize=backbone.normalize)
+        if not cached:
+            return beam_search(self.trie, backbone.step, ctx, k=k, beam=max(beam, k),
+                               normalize=backbone.normalize)
+        cache = BeamKV()
+        return beam_search(self.trie, backbone.beam_step, (ctx, cache), k=k, beam=max(beam, k),
+                           normalize=backbone.normalize, batch_size=history.shape[0],
+                           on_select=cache.select)
 
     def score_rows(self, ctx: Any) -> int:
         """Hypotheses per scorer call so that one attention-logit block stays within ``SCORE_BLOCK``."""

@@ -12,7 +12,8 @@ Retrieval"): its whole forward pass, on the shared layers of :mod:`.attention` a
 * **Decoder.** Rows ``[start, c_1..c_m]``, causal self-attention (with the add-ons' biases) and
   cross-attention to the memory; the hidden state of the last token gives the next code's logits.
 * **Cached exact scoring** (:meth:`TigerBackbone.score_nodes`): one new decoder token per trie node, on top of
-  its ancestors' cached keys/values (:mod:`.kv_cache`).
+  its ancestors' cached keys/values (:mod:`.kv_cache`); beam search the same way per kept hypothesis
+  (:meth:`TigerBackbone.beam_step`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from recframe.models.generative.backbones import Context, SIDBackbone, causal_mask
-from recframe.models.generative.kv_cache import NodeKV, cached_block
+from recframe.models.generative.kv_cache import BeamKV, NodeKV, cached_block
 from recframe.models.generative.structure import TokenNodes
 from recframe.models.generative.trie import SIDTrie
 
@@ -79,9 +80,24 @@ class TigerBackbone(SIDBackbone):
         their own decoder token (the start token at depth 0) against their ancestors' cached keys/values."""
         ctx, cache = state
         prefix = cache.trie.prefixes(level)[start:stop][None]  # [1, n, level]: the same for every user
+        return self._newest_token_logits(ctx, cache, prefix, start, stop)
+
+    def beam_step(self, state: tuple[Context, BeamKV], prefix: Tensor) -> Tensor:
+        """:meth:`step` for a beam search that calls ``state[1].select`` after each level
+        (:func:`~recframe.models.generative.decoding.beam_search`'s ``on_select``): only each prefix's
+        newest token runs, against its path's cached keys/values. The same logits as :meth:`step`."""
+        ctx, cache = state
+        return self._newest_token_logits(ctx, cache, prefix, 0, prefix.shape[1])
+
+    def _newest_token_logits(self, ctx: Context, cache: NodeKV | BeamKV, prefix: Tensor, start: int,
+                             stop: int) -> Tensor:
+        """Next-code logits ``[B, N, V_level]`` for prefixes ``[1 or B, N, level]``, running their last
+        decoder token (the start token when ``level`` is 0) on the cached keys/values of the tokens before
+        it."""
+        level = prefix.shape[-1]
         x, nodes = self.embed_prefix(prefix, start=True, position=None)
         x = self.drop(x[:, :, -1:])
-        bias = self.self_bias(nodes.tokens(slice(level, level + 1)), nodes, 1, stop - start)
+        bias = self.self_bias(nodes.tokens(slice(level, level + 1)), nodes, *prefix.shape[:2])
         B = ctx.kv[0][0].shape[0]  # x stays [1, n, 1, D] (user-independent) until the first cross-attention
         for layer, (block, kv) in enumerate(zip(self.decoder, ctx.kv)):
             x = cached_block(block, x, cache=cache, depth=level, start=start, stop=stop, layer=layer,
