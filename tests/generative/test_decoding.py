@@ -50,6 +50,31 @@ def test_exact_scores_equal_brute_force_product_of_softmaxes(normalize: str, den
     torch.testing.assert_close(chunked, got)
 
 
+def test_valid_exact_scoring_skips_last_level_nodes_with_one_child() -> None:
+    """Under ``normalize="valid"`` a last-level node with one child gives it log-probability 0, so the walk
+    does not score it; the result is still the brute-force product of softmaxes."""
+    sizes = (3, 3, 4)  # the last level disambiguates: 2 of the 6 depth-2 nodes have more than one child
+    codes = np.array([[0, 0, 0],  # row 0: the padding item
+                      [0, 0, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0], [1, 0, 1], [1, 0, 2], [1, 2, 0], [2, 2, 0],
+                      [2, 1, 0]])
+    trie = SIDTrie.from_codes(codes, sizes)
+    scorer, users = TableScorer(sizes, n_users=3, seed=4), torch.arange(3)
+    seen: list[Tensor] = []
+
+    def recording(state: Tensor, prefix: Tensor) -> Tensor:
+        if prefix.shape[-1] == len(sizes) - 1:
+            seen.append(prefix[0].clone())
+        return scorer(state, prefix)
+
+    got = exact_scores(trie, recording, users, normalize="valid")
+    np.testing.assert_allclose(got.numpy(), brute_force_scores(scorer, users, codes, "valid"), atol=1e-5)
+    scored = {tuple(p.tolist()) for p in torch.cat(seen)}
+    assert scored == {(0, 0), (1, 0)}  # the inner nodes with several children, and only they
+    seen.clear()
+    exact_scores(trie, recording, users, normalize="codebook")  # codebook mass depends on every node
+    assert len(torch.cat(seen)) == 6
+
+
 def test_valid_normalisation_gives_a_distribution_over_items_and_codebook_loses_mass() -> None:
     sizes = (4, 4, 3)
     codes = random_codes(np.random.default_rng(2), sizes, 30)

@@ -89,13 +89,13 @@ class DecoderBackbone(SIDBackbone):
             )
         return self.level_logits(x[:, :, -1], m, prefix)
 
-    def score_nodes(self, state: tuple[Context, NodeKV], level: int, start: int, stop: int) -> Tensor:
-        """Next-code logits ``[B, n, V_level]`` of trie nodes ``start:stop`` at depth ``level``: the root from
+    def score_nodes(self, state: tuple[Context, NodeKV], level: int, nodes: Tensor) -> Tensor:
+        """Next-code logits ``[B, n, V_level]`` of trie ``nodes`` (ids) at depth ``level``: the root from
         the last history token, deeper nodes by running only their own token against the cached history and
         their ancestors' cached keys/values."""
         ctx, cache = state
-        prefix = cache.trie.prefixes(level)[start:stop][None]  # [1, n, level]: the same for every user
-        return self._newest_token_logits(ctx, cache, prefix, start, stop)
+        prefix = cache.trie.prefixes(level)[nodes][None]  # [1, n, level]: the same for every user
+        return self._newest_token_logits(ctx, cache, prefix, node_ids=nodes)
 
     def beam_step(self, state: tuple[Context, BeamKV], prefix: Tensor) -> Tensor:
         """:meth:`step` for a beam search that calls ``state[1].select`` after each level
@@ -103,10 +103,10 @@ class DecoderBackbone(SIDBackbone):
         newest token runs, against the cached history and its path's cached keys/values. The same logits as
         :meth:`step`."""
         ctx, cache = state
-        return self._newest_token_logits(ctx, cache, prefix, 0, prefix.shape[1])
+        return self._newest_token_logits(ctx, cache, prefix, node_ids=None)
 
-    def _newest_token_logits(self, ctx: Context, cache: NodeKV | BeamKV, prefix: Tensor, start: int,
-                             stop: int) -> Tensor:
+    def _newest_token_logits(self, ctx: Context, cache: NodeKV | BeamKV, prefix: Tensor,
+                             node_ids: Tensor | None) -> Tensor:
         """Next-code logits ``[B, N, V_level]`` for prefixes ``[1 or B, N, level]``: from the last history
         token at level 0, else by running the prefixes' last token on the cached keys/values before it."""
         b, n, level = prefix.shape
@@ -121,7 +121,7 @@ class DecoderBackbone(SIDBackbone):
         past_bias = self._history_bias(ctx, query, B, n, 1)
         x = self.drop(x[:, :, -1:])  # [b, n, 1, D]: user-independent (b = 1) until the history attention
         for layer, (block, kv) in enumerate(zip(self.blocks, ctx.kv)):
-            x = cached_block(block, x, cache=cache, depth=level, start=start, stop=stop, layer=layer,
+            x = cached_block(block, x, cache=cache, depth=level, nodes=node_ids, layer=layer,
                              self_bias=self_bias, context_kv=kv, context_mask=ctx.mask,
                              context_bias=past_bias)
         return self.level_logits(x[:, :, -1], level, prefix.expand(B, -1, -1))

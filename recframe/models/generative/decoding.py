@@ -13,9 +13,11 @@ The model side is one callable, the *step scorer* (:class:`StepLogits`)::
 
 Hypotheses are grouped per user, so a model attends from all M prefixes of user b to user b's memory without
 repeating it (e.g. cross-attention with queries ``[B, M * (l + 1), d]`` against memory ``[B, T, d]``). The
-scorer recomputes the at most ``L`` prefix tokens at every call instead of carrying a per-hypothesis cache:
-with ``L <= 4`` that costs at most ``(L + 1) / 2`` times the tokens of incremental decoding and spares beam
-search any cache reordering. A scorer written per row, ``f(rows_state, prefix [N, l]) -> [N, C_l]``, plugs in
+simplest scorer recomputes the at most ``L`` prefix tokens at every call. An incremental one runs only the
+newest token and keeps a per-hypothesis cache; :func:`beam_search`'s ``on_select`` tells it, after each
+level, which hypothesis each kept one came from, so that its cache can follow the beam (the shipped models
+do this, :class:`~recframe.models.generative.kv_cache.BeamKV`). A scorer written per row,
+``f(rows_state, prefix [N, l]) -> [N, C_l]``, plugs in
 through :func:`rowwise` (which repeats the state along dim 0 with :func:`index_rows` or a given ``expand``).
 
 Normalisation (``normalize=``; the same in both algorithms, so a beam's score is the item's exact score):
@@ -25,6 +27,8 @@ Normalisation (``normalize=``; the same in both algorithms, so a beam's score is
   is the model's own probability of emitting the path; the mass on invalid paths is lost, so item
   probabilities sum to at most 1.
 * ``"valid"``: log-softmax over the valid children of each prefix only; item probabilities sum to exactly 1.
+  A prefix with one valid child gives it log-probability exactly 0, so exact scoring does not run the
+  last-level nodes that have one child (most of them when the last level only disambiguates collisions).
 
 What beam search guarantees (``L`` levels, ``n_nodes[d]`` trie nodes at depth ``d``):
 
@@ -210,23 +214,23 @@ def exact_scores(trie: SIDTrie, step_logits: StepLogits, state: Any, *, normaliz
     _check_walk(normalize, max_rows)
     n_users = infer_batch_size(state) if batch_size is None else int(batch_size)
 
-    def call(level: int, start: int, stop: int) -> Tensor:
-        pre = trie.prefixes(level)[start:stop].unsqueeze(0).expand(n_users, -1, -1).contiguous()
+    def call(level: int, nodes: Tensor) -> Tensor:
+        pre = trie.prefixes(level)[nodes].unsqueeze(0).expand(n_users, -1, -1).contiguous()
         return _call(step_logits, state, pre, trie.codebook_sizes[level])
 
     return _walk(trie, call, n_users, normalize, max_rows)
 
 
 class NodeScorer(Protocol):
-    """Next-code scorer of trie nodes: ``(state, level, start, stop) -> logits [B, stop - start, C_level]``
-    for the nodes ``start:stop`` (lexicographic ids, :class:`SIDTrie`) at depth ``level``.
+    """Next-code scorer of trie nodes: ``(state, level, nodes) -> logits [B, len(nodes), C_level]`` for the
+    nodes ``nodes`` (an increasing int64 tensor of lexicographic ids, :class:`SIDTrie`) at depth ``level``.
 
     :func:`exact_scores_cached` calls it level by level, every node of depth ``l`` before any of depth
     ``l + 1``, so a scorer may keep what it computed for a node (e.g. its keys and values) in ``state`` and
     reuse it for the node's descendants.
     """
 
-    def __call__(self, state: Any, level: int, start: int, stop: int) -> Tensor: ...
+    def __call__(self, state: Any, level: int, nodes: Tensor) -> Tensor: ...
 
 
 def exact_scores_cached(trie: SIDTrie, score_nodes: NodeScorer, state: Any, *,
@@ -240,39 +244,49 @@ def exact_scores_cached(trie: SIDTrie, score_nodes: NodeScorer, state: Any, *,
     _check_walk(normalize, max_rows)
     n_users = infer_batch_size(state) if batch_size is None else int(batch_size)
 
-    def call(level: int, start: int, stop: int) -> Tensor:
-        logits = score_nodes(state, level, start, stop)
-        expected = (n_users, stop - start, trie.codebook_sizes[level])
+    def call(level: int, nodes: Tensor) -> Tensor:
+        logits = score_nodes(state, level, nodes)
+        expected = (n_users, len(nodes), trie.codebook_sizes[level])
         if tuple(logits.shape) != expected:
-            raise ValueError(f"score_nodes returned shape {tuple(logits.shape)} for nodes {start}:{stop} at "
+            raise ValueError(f"score_nodes returned shape {tuple(logits.shape)} for {len(nodes)} nodes at "
                              f"depth {level}; expected {expected} = [users, nodes, codebook_sizes[{level}]].")
         return logits
 
     return _walk(trie, call, n_users, normalize, max_rows)
 
 
-def _walk(trie: SIDTrie, call: Callable[[int, int, int], Tensor], n_users: int, normalize: Normalize,
+def _walk(trie: SIDTrie, call: Callable[[int, Tensor], Tensor], n_users: int, normalize: Normalize,
           max_rows: int) -> Tensor:
-    """The exact-scoring walk shared by :func:`exact_scores` and :func:`exact_scores_cached`."""
+    """The exact-scoring walk shared by :func:`exact_scores` and :func:`exact_scores_cached`.
+
+    Level by level, every node's children get their parent's running log-probability plus their own step
+    log-probability. With ``normalize="valid"`` a last-level node with one child is not scored: its child's
+    step log-probability is exactly 0 (module docstring)."""
     dev = trie.device
     total = torch.zeros(n_users, 1, device=dev)                  # running log-prob of depth-l nodes
     chunk = max(1, max_rows // max(n_users, 1))
+    last = len(trie.codebook_sizes) - 1
     for level, size in enumerate(trie.codebook_sizes):
-        n_here, n_next = trie.n_nodes[level], trie.n_nodes[level + 1]
-        parents, codes = trie.parents(level + 1), trie.node_codes(level + 1)
-        nxt = torch.empty(n_users, n_next, device=dev)
-        for start in range(0, n_here, chunk):
-            stop = min(n_here, start + chunk)
-            logits = call(level, start, stop)                             # [B, m, C]
+        offsets = trie.child_offsets(level)
+        if normalize == "valid" and level == last:
+            nxt = total[:, trie.parents(level + 1)]              # one child: log-probability 0
+            todo = torch.nonzero(offsets[1:] - offsets[:-1] > 1).squeeze(1)
+        else:
+            nxt = torch.empty(n_users, trie.n_nodes[level + 1], device=dev)
+            todo = torch.arange(trie.n_nodes[level], device=dev)
+        codes = trie.node_codes(level + 1)
+        for start in range(0, len(todo), chunk):
+            nodes = todo[start : start + chunk]
+            logits = call(level, nodes)                                   # [B, m, C]
             if normalize == "codebook":
                 logp = torch.log_softmax(logits.float(), dim=-1)          # only valid children are read
             else:
-                mask = trie.child_mask(level, torch.arange(start, stop, device=dev))
-                logp = normalise_step(logits, mask.unsqueeze(0), normalize)
-            lo, hi = trie.child_range(level, start, stop)
-            par = parents[lo:hi]
-            flat = (par - start) * size + codes[lo:hi]
-            nxt[:, lo:hi] = total[:, par] + logp.reshape(n_users, -1)[:, flat]
+                logp = normalise_step(logits, trie.child_mask(level, nodes).unsqueeze(0), normalize)
+            count = offsets[nodes + 1] - offsets[nodes]
+            row = torch.repeat_interleave(torch.arange(len(nodes), device=dev), count)   # child -> its node
+            before = torch.cumsum(count, 0) - count
+            child = offsets[nodes][row] + torch.arange(len(row), device=dev) - before[row]  # ids at level + 1
+            nxt[:, child] = total[:, nodes[row]] + logp.reshape(n_users, -1)[:, row * size + codes[child]]
         total = nxt
     out = torch.full((n_users, trie.n_items + 1), float("-inf"), device=dev)
     out[:, trie.leaf_items] = total

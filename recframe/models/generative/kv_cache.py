@@ -62,20 +62,20 @@ class NodeKV:
             above = self.path[d - 1][trie.parents(d)] if d > first else own[:, :0]
             self.path[d] = torch.cat([above, own], 1)
 
-    def store(self, depth: int, start: int, stop: int, layer: int, kv: KV) -> None:
-        """Keep the keys/values ``[B, stop - start, H, d_h]`` of nodes ``start:stop`` at ``depth``."""
+    def store(self, depth: int, nodes: Tensor | None, layer: int, kv: KV) -> None:
+        """Keep the keys/values ``[B, len(nodes), H, d_h]`` of ``nodes`` (ids) at ``depth``."""
         k, v = kv
         if layer not in self._kv:
             shape = (k.shape[0], self.size, *k.shape[2:])
             self._kv[layer] = (k.new_empty(shape), v.new_empty(shape))
         ks, vs = self._kv[layer]
-        lo = self.base[depth] + start
-        ks[:, lo : lo + stop - start], vs[:, lo : lo + stop - start] = k, v
+        rows = self.base[depth] + nodes
+        ks[:, rows], vs[:, rows] = k, v
 
-    def path_kv(self, depth: int, start: int, stop: int, layer: int) -> KV:
-        """Keys/values ``[B, stop - start, depth - first + 1, H, d_h]`` of the path of nodes ``start:stop`` at
+    def path_kv(self, depth: int, nodes: Tensor | None, layer: int) -> KV:
+        """Keys/values ``[B, len(nodes), depth - first + 1, H, d_h]`` of the path of ``nodes`` (ids) at
         ``depth``: their ancestors at depths ``first..depth-1``, then themselves (stored first)."""
-        rows = self.path[depth][start:stop]
+        rows = self.path[depth][nodes]
         ks, vs = self._kv[layer]
         return ks[:, rows], vs[:, rows]
 
@@ -84,8 +84,8 @@ class BeamKV:
     """Per layer, the keys and values ``[B, W, P, H, d_h]`` of the tokens on the path of each of the ``W``
     hypotheses every user keeps in a beam search (module docstring).
 
-    It offers :class:`NodeKV`'s ``store``/``path_kv`` (the node range ``start:stop`` is every hypothesis of
-    the call) so that :func:`cached_self_attention` serves both; :meth:`select` reorders the paths after the
+    It offers :class:`NodeKV`'s ``store``/``path_kv`` (``nodes`` is ignored: a call scores every
+    hypothesis) so that :func:`cached_self_attention` serves both; :meth:`select` reorders the paths after the
     beam keeps its best children.
     """
 
@@ -93,7 +93,7 @@ class BeamKV:
         self._path: dict[int, KV] = {}  # the kept hypotheses' paths, before this level's new token
         self._new: dict[int, KV] = {}  # the same paths with this level's token appended
 
-    def store(self, depth: int, start: int, stop: int, layer: int, kv: KV) -> None:
+    def store(self, depth: int, nodes: Tensor | None, layer: int, kv: KV) -> None:
         """Append the new tokens' keys/values ``[B or 1, W, H, d_h]`` to each hypothesis's path."""
         k, v = (t[:, :, None] for t in kv)
         if layer in self._path:
@@ -103,7 +103,7 @@ class BeamKV:
             v = torch.cat([pv.expand(users, *pv.shape[1:]), v.expand(users, *v.shape[1:])], 2)
         self._new[layer] = (k, v)
 
-    def path_kv(self, depth: int, start: int, stop: int, layer: int) -> KV:
+    def path_kv(self, depth: int, nodes: Tensor | None, layer: int) -> KV:
         """Keys/values ``[B, W, P + 1, H, d_h]`` of each hypothesis's path, its new token last."""
         return self._new[layer]
 
@@ -124,22 +124,21 @@ def cached_self_attention(
     *,
     cache: NodeKV | BeamKV,
     depth: int,
-    start: int,
-    stop: int,
+    nodes: Tensor | None,
     layer: int,
     self_bias: Tensor | None = None,
     context_kv: KV | None = None,
     context_mask: Tensor | None = None,
     context_bias: Tensor | None = None,
 ) -> Tensor:
-    """``attn`` for the new tokens of trie nodes ``start:stop`` at ``depth`` (one per row), which see their
+    """``attn`` for the new tokens of trie ``nodes`` at ``depth`` (one per row), which see their
     ancestors' cached keys/values, themselves and a shared context. Their own keys/values go to ``cache``.
 
     Args:
         attn: a self-attention ``RowAttention`` (its ``q``, ``kv`` and ``out`` layers are used).
         x: ``[B, N, 1, D]`` normalised inputs of the new tokens (``B = 1``: the same for every user).
-        cache, depth, start, stop, layer: where the rows' paths are cached (:class:`NodeKV` for trie nodes,
-            :class:`BeamKV` for beam hypotheses).
+        cache, depth, nodes, layer: where the rows' paths are cached (:class:`NodeKV` for trie nodes, by id;
+            :class:`BeamKV` for beam hypotheses, ``nodes`` None).
         self_bias: broadcastable to ``[B, N, H, 1, P + 1]`` over the path (ancestors in depth order, itself).
         context_kv, context_mask, context_bias: the shared per-user context, as in ``RowAttention.forward``.
 
@@ -150,8 +149,8 @@ def cached_self_attention(
     H, dh = attn.n_heads, attn.head_dim
     Q = attn.q(x).view(B, N, H, dh) / dh**0.5
     k_new, v_new = attn.kv(x).view(B, N, 2, H, dh).unbind(2)
-    cache.store(depth, start, stop, layer, (k_new, v_new))
-    k, v = cache.path_kv(depth, start, stop, layer)  # [B, N, P + 1, H, d_h]
+    cache.store(depth, nodes, layer, (k_new, v_new))
+    k, v = cache.path_kv(depth, nodes, layer)  # [B, N, P + 1, H, d_h]
     s = (Q[:, :, None] * k).sum(-1).permute(0, 1, 3, 2)[:, :, :, None]  # [B, N, H, 1, P + 1]
     if self_bias is not None:
         s = s + self_bias
@@ -187,7 +186,7 @@ def cached_block(
 ) -> Tensor:
     """``block`` on the new tokens ``[B, N, 1, D]`` of trie nodes (``RowBlock.forward``'s order).
 
-    ``attention``: the keyword arguments of :func:`cached_self_attention` (cache, depth, start, stop, layer,
+    ``attention``: the keyword arguments of :func:`cached_self_attention` (cache, depth, nodes, layer,
     biases, context); ``memory_*``: the encoder memory of the cross-attention.
     """
     x = x + block.drop(cached_self_attention(block.attn, block.norm1(x), **attention))

@@ -75,22 +75,22 @@ class TigerBackbone(SIDBackbone):
         h = self._decode(x, nodes, ctx, ctx.mask)
         return self.level_logits(h[:, :, -1], prefix.shape[-1], prefix)
 
-    def score_nodes(self, state: tuple[Context, NodeKV], level: int, start: int, stop: int) -> Tensor:
-        """Next-code logits ``[B, n, V_level]`` of trie nodes ``start:stop`` at depth ``level``, running only
+    def score_nodes(self, state: tuple[Context, NodeKV], level: int, nodes: Tensor) -> Tensor:
+        """Next-code logits ``[B, n, V_level]`` of trie ``nodes`` (ids) at depth ``level``, running only
         their own decoder token (the start token at depth 0) against their ancestors' cached keys/values."""
         ctx, cache = state
-        prefix = cache.trie.prefixes(level)[start:stop][None]  # [1, n, level]: the same for every user
-        return self._newest_token_logits(ctx, cache, prefix, start, stop)
+        prefix = cache.trie.prefixes(level)[nodes][None]  # [1, n, level]: the same for every user
+        return self._newest_token_logits(ctx, cache, prefix, node_ids=nodes)
 
     def beam_step(self, state: tuple[Context, BeamKV], prefix: Tensor) -> Tensor:
         """:meth:`step` for a beam search that calls ``state[1].select`` after each level
         (:func:`~recframe.models.generative.decoding.beam_search`'s ``on_select``): only each prefix's
         newest token runs, against its path's cached keys/values. The same logits as :meth:`step`."""
         ctx, cache = state
-        return self._newest_token_logits(ctx, cache, prefix, 0, prefix.shape[1])
+        return self._newest_token_logits(ctx, cache, prefix, node_ids=None)
 
-    def _newest_token_logits(self, ctx: Context, cache: NodeKV | BeamKV, prefix: Tensor, start: int,
-                             stop: int) -> Tensor:
+    def _newest_token_logits(self, ctx: Context, cache: NodeKV | BeamKV, prefix: Tensor,
+                             node_ids: Tensor | None) -> Tensor:
         """Next-code logits ``[B, N, V_level]`` for prefixes ``[1 or B, N, level]``, running their last
         decoder token (the start token when ``level`` is 0) on the cached keys/values of the tokens before
         it."""
@@ -100,7 +100,7 @@ class TigerBackbone(SIDBackbone):
         bias = self.self_bias(nodes.tokens(slice(level, level + 1)), nodes, *prefix.shape[:2])
         B = ctx.kv[0][0].shape[0]  # x stays [1, n, 1, D] (user-independent) until the first cross-attention
         for layer, (block, kv) in enumerate(zip(self.decoder, ctx.kv)):
-            x = cached_block(block, x, cache=cache, depth=level, start=start, stop=stop, layer=layer,
+            x = cached_block(block, x, cache=cache, depth=level, nodes=node_ids, layer=layer,
                              self_bias=bias, memory_kv=kv, memory_mask=ctx.mask)
         return self.level_logits(x[:, :, -1], level, prefix.expand(B, -1, -1))
 
