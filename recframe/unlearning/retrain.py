@@ -13,6 +13,8 @@ confound the comparison with a new codebook). Model selection is the usual one: 
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -85,30 +87,62 @@ def retrain_without(
 ) -> Any:
     """A fresh model like ``original`` (class, hyperparameters, SID table) trained on ``data`` (the
     :class:`RecDataModule` keyword arguments) without ``forget_items``' rows; the best validation epoch's
-    weights are returned (module docstring)."""
-    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+    weights are returned (module docstring).
 
+    With ``workdir`` the fit keeps its checkpoints in ``workdir/retrain_run/`` (``last.ckpt`` after every
+    epoch, with the random state) and, when called again after a kill with the same forget items and
+    settings, resumes from it, ending as an uninterrupted fit would; the folder is removed once the fit
+    ends. A folder left by other forget items or settings is discarded. Without ``workdir`` it trains in a
+    temporary directory."""
+    forget = [int(i) for i in np.asarray(forget_items)]
     L.seed_everything(settings.seed, verbose=False)
     hparams = {k: v for k, v in original.hparams.items() if not k.startswith("_")}
     model = type(original)(**hparams)
     model.build_from_codes(original.backbone.codes.cpu().numpy(), tuple(original.backbone.codebook_sizes))
     model.sid_table_state = original.sid_table_state
-    dm = ForgetDataModule(forget_items=[int(i) for i in np.asarray(forget_items)], **data)
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        best = ModelCheckpoint(dirpath=tmp, monitor="val_ndcg", mode="max", save_top_k=1, filename="best")
-        callbacks: list[Any] = [best]
-        if settings.patience > 0:
-            callbacks.append(EarlyStopping(monitor="val_ndcg", mode="max", patience=settings.patience))
-        trainer = L.Trainer(
-            max_epochs=settings.max_epochs,
-            logger=False,
-            callbacks=callbacks,
-            check_val_every_n_epoch=settings.check_val_every_n_epoch,
-            num_sanity_val_steps=0,
-            enable_progress_bar=progress,
-            enable_model_summary=False,
-        )
-        trainer.fit(model, dm)
-        if best.best_model_path:
-            model.load_state_dict(load_checkpoint(best.best_model_path)["state_dict"])
+    dm = ForgetDataModule(forget_items=forget, **data)
+    if workdir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            return _fit_best(model, dm, settings, Path(tmp), progress)
+    folder = Path(workdir) / "retrain_run"
+    stamp = json.dumps({"forget_items": forget, "settings": dataclasses.asdict(settings)}, sort_keys=True)
+    marker = folder / "run.json"
+    if folder.is_dir() and (not marker.is_file() or marker.read_text() != stamp):
+        shutil.rmtree(folder)  # another retrain's leftovers: nothing here to resume
+    folder.mkdir(parents=True, exist_ok=True)
+    marker.write_text(stamp)
+    fitted = _fit_best(model, dm, settings, folder, progress)
+    shutil.rmtree(folder, ignore_errors=True)
+    return fitted
+
+
+def _fit_best(model: Any, dm: RecDataModule, settings: RetrainSettings, folder: Path, progress: bool) -> Any:
+    """Fit ``model`` with its checkpoints in ``folder`` (resuming its ``last.ckpt`` if there); the best
+    validation epoch's weights, on the CPU, in eval mode."""
+    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+
+    from recframe.callbacks import RandomState
+    from recframe.checkpoint_io import AtomicCheckpointIO
+
+    best = ModelCheckpoint(dirpath=folder, monitor="val_ndcg", mode="max", save_top_k=1, filename="best",
+                           enable_version_counter=False)
+    last = ModelCheckpoint(dirpath=folder, filename="last", monitor=None, save_top_k=1, every_n_epochs=1,
+                           save_on_train_epoch_end=True, enable_version_counter=False)
+    callbacks: list[Any] = [best, last, RandomState()]
+    if settings.patience > 0:
+        callbacks.append(EarlyStopping(monitor="val_ndcg", mode="max", patience=settings.patience))
+    trainer = L.Trainer(
+        max_epochs=settings.max_epochs,
+        logger=False,
+        callbacks=callbacks,
+        plugins=[AtomicCheckpointIO()],
+        check_val_every_n_epoch=settings.check_val_every_n_epoch,
+        num_sanity_val_steps=0,
+        enable_progress_bar=progress,
+        enable_model_summary=False,
+    )
+    resume = folder / "last.ckpt"
+    trainer.fit(model, dm, ckpt_path=str(resume) if resume.is_file() else None)
+    if best.best_model_path:
+        model.load_state_dict(load_checkpoint(best.best_model_path)["state_dict"])
     return model.cpu().eval()
