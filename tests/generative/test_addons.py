@@ -220,8 +220,10 @@ def test_cached_beam_search_equals_the_whole_prefix_search(cls, trierec: bool, h
         reference = model.generate(history, k=min(beam, 5), beam=beam, cached=False)
         assert torch.equal(reference.items, slow.items)
         exact = model.score({"history": history})
-    assert torch.equal(fast.items, slow.items)
     torch.testing.assert_close(fast.log_probs, slow.log_probs, rtol=0, atol=1e-5)
+    differ = fast.items != slow.items  # only where two items tie up to float rounding (another CPU's sums)
+    torch.testing.assert_close(exact.gather(1, fast.items)[differ], exact.gather(1, slow.items)[differ],
+                               rtol=0, atol=1e-5)
     found = exact.gather(1, fast.items)  # each item's score is its exact path log-probability
     torch.testing.assert_close(fast.log_probs, found, rtol=0, atol=1e-5)
     if beam >= max(model.trie.n_nodes):
