@@ -90,9 +90,10 @@ def retrain_without(
     weights are returned (module docstring).
 
     With ``workdir`` the fit keeps its checkpoints in ``workdir/retrain_run/`` (``last.ckpt`` after every
-    epoch, with the random state) and, when called again after a kill with the same forget items and
-    settings, resumes from it, ending as an uninterrupted fit would; the folder is removed once the fit
-    ends. A folder left by other forget items or settings is discarded. Without ``workdir`` it trains in a
+    epoch, with the random state; ``workdir/retrain_run.json`` names its forget items and settings) and, when
+    called again after a kill with the same forget items and settings, resumes from it, ending as an
+    uninterrupted fit would; both are removed once the fit ends. A folder left by other forget items or
+    settings is discarded. Without ``workdir`` it trains in a
     temporary directory."""
     forget = [int(i) for i in np.asarray(forget_items)]
     L.seed_everything(settings.seed, verbose=False)
@@ -106,13 +107,14 @@ def retrain_without(
             return _fit_best(model, dm, settings, Path(tmp), progress)
     folder = Path(workdir) / "retrain_run"
     stamp = json.dumps({"forget_items": forget, "settings": dataclasses.asdict(settings)}, sort_keys=True)
-    marker = folder / "run.json"
+    marker = folder.with_suffix(".json")  # beside the folder: Lightning warns about a non-empty new dirpath
     if folder.is_dir() and (not marker.is_file() or marker.read_text() != stamp):
         shutil.rmtree(folder)  # another retrain's leftovers: nothing here to resume
-    folder.mkdir(parents=True, exist_ok=True)
+    marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(stamp)
     fitted = _fit_best(model, dm, settings, folder, progress)
     shutil.rmtree(folder, ignore_errors=True)
+    marker.unlink(missing_ok=True)
     return fitted
 
 

@@ -71,6 +71,7 @@ def test_a_killed_retrain_resumes_to_the_uninterrupted_weights(original, tmp_pat
     resumed = retrain_without(original, DATA, forget, SETTINGS, workdir=tmp_path)
     assert epochs.seen == [2, 3]  # it resumed after the two finished epochs, not from scratch
     assert not (tmp_path / "retrain_run").exists()  # removed once the fit ended
+    assert not (tmp_path / "retrain_run.json").exists()
     for name, value in whole.state_dict().items():
         torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=1e-6, msg=name)
 
@@ -78,7 +79,7 @@ def test_a_killed_retrain_resumes_to_the_uninterrupted_weights(original, tmp_pat
 def test_leftovers_of_another_retrain_are_not_resumed(original, tmp_path) -> None:
     folder = tmp_path / "retrain_run"
     folder.mkdir()
-    (folder / "run.json").write_text('{"forget_items": [1], "settings": {}}')
+    (tmp_path / "retrain_run.json").write_text('{"forget_items": [1], "settings": {}}')
     (folder / "last.ckpt").write_bytes(b"not this run's")
     forget = np.array([3, 6, 9])
     fitted = retrain_without(original, DATA, forget, SETTINGS, workdir=tmp_path)  # would fail on the junk
