@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from lightning.pytorch.callbacks import Callback
 
 from recframe.data.datamodule import RecDataModule
 from recframe.data.synthetic import make_synthetic
 from recframe.features import collaborative as co
 from recframe.features import collaborative_item_embeddings, hybrid_item_features
+from tests.kill_callbacks import KilledAtEpoch
 
 CONFIG = Path("configs/smoke/sasrec_item_table.yaml")
 SYNTH = {"n_users": 200, "n_items": 120, "n_clusters": 4, "mean_length": 20, "seed": 0}  # as in CONFIG
@@ -151,17 +151,6 @@ def test_cache_key_covers_seed_config_and_data(trained, monkeypatch, tmp_path):
     assert len(keys) == 5
 
 
-class _KilledAtEpoch(Callback):
-    """Raises when epoch ``epoch`` starts, as a kill after ``epoch`` finished epochs would stop the run."""
-
-    def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        if trainer.current_epoch == self.epoch:
-            raise RuntimeError("killed")
-
-
 def test_killed_table_run_resumes_to_the_uninterrupted_table(trained, monkeypatch, tmp_path, caplog):
     train, _, table, _, _ = trained
     cache = tmp_path / "cache"
@@ -171,7 +160,7 @@ def test_killed_table_run_resumes_to_the_uninterrupted_table(trained, monkeypatc
 
     def killed_after_two_epochs(*args, **kwargs):
         cli = original(*args, **kwargs)
-        cli.trainer.callbacks.append(_KilledAtEpoch(2))
+        cli.trainer.callbacks.append(KilledAtEpoch(2))
         return cli
 
     monkeypatch.setattr(cli_module, "run_cli", killed_after_two_epochs)

@@ -12,6 +12,7 @@ from recframe.data.datamodule import RecDataModule
 from recframe.models.generative import SIDDecoder
 from recframe.unlearning import retrain
 from recframe.unlearning.retrain import RetrainSettings, retrain_without
+from tests.kill_callbacks import KilledAtEpoch
 
 SYNTH = {"n_users": 120, "n_items": 30, "n_clusters": 3, "mean_length": 10, "seed": 2}
 DATA = {"dataset": "synthetic", "synthetic": SYNTH, "split": "loo", "max_len": 6, "batch_size": 32,
@@ -25,15 +26,6 @@ class _Epochs(Callback):
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         self.seen.append(trainer.current_epoch)
-
-
-class _KilledAtEpoch(Callback):
-    def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def on_train_epoch_start(self, trainer, pl_module) -> None:
-        if trainer.current_epoch == self.epoch:
-            raise RuntimeError("killed")
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +46,7 @@ def test_a_killed_retrain_resumes_to_the_uninterrupted_weights(original, tmp_pat
     real = L.Trainer
 
     def killed(*args, **kwargs):
-        kwargs["callbacks"] = [*kwargs.get("callbacks", []), _KilledAtEpoch(2)]
+        kwargs["callbacks"] = [*kwargs.get("callbacks", []), KilledAtEpoch(2)]
         return real(*args, **kwargs)
 
     monkeypatch.setattr(retrain.L, "Trainer", killed)
