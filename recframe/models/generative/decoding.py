@@ -282,10 +282,11 @@ def _walk(trie: SIDTrie, call: Callable[[int, Tensor], Tensor], n_users: int, no
                 logp = torch.log_softmax(logits.float(), dim=-1)          # only valid children are read
             else:
                 logp = normalise_step(logits, trie.child_mask(level, nodes).unsqueeze(0), normalize)
-            count = offsets[nodes + 1] - offsets[nodes]
+            first = offsets[nodes]                                        # each node's first child id
+            count = offsets[nodes + 1] - first
             row = torch.repeat_interleave(torch.arange(len(nodes), device=dev), count)   # child -> its node
             before = torch.cumsum(count, 0) - count
-            child = offsets[nodes][row] + torch.arange(len(row), device=dev) - before[row]  # ids at level + 1
+            child = first[row] + torch.arange(len(row), device=dev) - before[row]  # ids at level + 1
             nxt[:, child] = total[:, nodes[row]] + logp.reshape(n_users, -1)[:, row * size + codes[child]]
         total = nxt
     out = torch.full((n_users, trie.n_items + 1), float("-inf"), device=dev)
