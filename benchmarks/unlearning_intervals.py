@@ -157,9 +157,10 @@ def run_seed(
     from recframe.unlearning.concepts import parse_concept
     from recframe.unlearning.pipeline import run_unlearning
 
+    fingerprint = (ckpt.get("recframe") or {}).get("data_fingerprint")
     report = run_unlearning(model, ckpt, data, parse_concept(concept), methods, save_dir=save_dir,
                             eval_batch_size=eval_batch_size, stages=("valid", "test"), per_user=True,
-                            expect_fingerprint=(ckpt.get("recframe") or {}).get("data_fingerprint"))
+                            resume=True, expect_fingerprint=fingerprint)
     choice = choose_settings(report["rows_by_stage"]["valid"])
     test = report.pop("per_user")["test"]
     keep = ["original", "retrain", *(c["chosen"] for c in choice.values())]

@@ -15,6 +15,7 @@ Every model is scored exactly (full catalogue) on the original data's test cases
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import time
 from collections.abc import Callable, Iterator
@@ -173,6 +174,41 @@ def save_unlearned(model: Any, ckpt: dict[str, Any], path: str | Path, info: dic
     return Path(path)
 
 
+RESUME_KEY = "resume_key"
+"""The ``unlearning`` record's entry that :func:`saved_unlearned` matches: method, settings, concept, the
+original's :func:`state_digest` and the data fingerprint."""
+
+
+def state_digest(model: Any) -> str:
+    """A SHA-256 over ``model``'s state dict (names, dtypes, shapes and bytes, in name order) and its SID
+    codes: it tells whether a saved unlearned model was made from these very weights."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}".encode())
+        digest.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    codes = getattr(getattr(model, "backbone", None), "codes", None)
+    if codes is not None:
+        digest.update(codes.detach().cpu().numpy().astype(np.int64).tobytes())
+    return digest.hexdigest()
+
+
+def saved_unlearned(path: Path, key: dict[str, Any]) -> tuple[Any, dict[str, Any], float] | None:
+    """The unlearned model an earlier :func:`run_unlearning` saved at ``path``, its details and its
+    seconds, when its record's :data:`RESUME_KEY` equals ``key``; ``None`` when there is no such file, it
+    cannot be read, or it was made another way (it is then made again and overwritten)."""
+    if not path.is_file():
+        return None
+    try:
+        record = load_checkpoint(path).get("unlearning") or {}
+    except CheckpointError:
+        return None
+    if record.get(RESUME_KEY) != key:
+        return None
+    info = {k: v for k, v in record.items() if k not in (RESUME_KEY, "seconds", "method", "concept")}
+    return load_generative(path)[0], info, float(record.get("seconds", float("nan")))
+
+
 def _plain(info: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in info.items() if k != "losses"} | (
         {"final_loss": info["losses"][-1]} if info.get("losses") else {}
@@ -256,6 +292,7 @@ def run_unlearning(
     stages: tuple[Literal["valid", "test"], ...] = ("test",),
     progress: bool = False,
     per_user: bool = False,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Run ``methods`` (module docstring) on ``model`` for ``concept``; the report dict.
 
@@ -269,7 +306,10 @@ def run_unlearning(
     are under ``rows_by_stage`` (a validation grid chooses settings on ``"valid"`` alone). ``progress``: a
     bar on stderr while the retrain reference trains and while each method fine-tunes. ``per_user``: the
     report also holds ``per_user[stage]`` (:func:`per_user_retain`: every model's per-user retain NDCG@10,
-    aligned over the same users) for paired intervals.
+    aligned over the same users) for paired intervals. ``resume`` (with ``save_dir``): a method whose
+    checkpoint an earlier call saved there from the same settings, concept, original weights and data
+    (:func:`saved_unlearned`) is scored from it instead of run again, so a killed grid loses at most the
+    method it was in; its recorded seconds are kept.
 
     Raises:
         DataError: a bad setting (naming ``methods.<name>.<key>``) or ``eval_batch_size`` below 1, before
@@ -302,19 +342,30 @@ def run_unlearning(
     results: dict[str, tuple[dict[str, UnlearningMetrics], float]] = {
         "original": (original, time.perf_counter() - t0)
     }
+    origin = state_digest(model) if save_dir is not None else ""
     for name in order:
-        log(f"{name} ...")
-        start = time.perf_counter()
-        unlearned, info = _run_method(
-            checked[name], model, data, concept, forget, examples, save_dir, reuse, progress
-        )
-        seconds = time.perf_counter() - start
+        path = Path(save_dir) / f"{name.replace('@', '__')}.ckpt" if save_dir is not None else None
+        key = {"method": name, "concept": concept.text, "settings": dict(methods[name] or {}),
+               "original": origin, "data": dm.fingerprint}
+        saved = saved_unlearned(path, key) if resume and path is not None else None
+        if saved is not None:
+            unlearned, info, seconds = saved
+            log(f"{name}: reusing {path.name} (same method, settings, concept, original and data)")
+        else:
+            log(f"{name} ...")
+            start = time.perf_counter()
+            unlearned, info = _run_method(
+                checked[name], model, data, concept, forget, examples, save_dir, reuse, progress
+            )
+            seconds = time.perf_counter() - start
+            info = _plain(info)
         metrics = evaluate(unlearned)
         results[name] = (metrics, seconds)
-        details[name] = {"settings": dict(methods[name] or {}), **_plain(info)}
-        if save_dir is not None:
-            path = Path(save_dir) / f"{name.replace('@', '__')}.ckpt"
-            save_unlearned(unlearned, ckpt, path, {"method": name, "concept": concept.text, **_plain(info)})
+        details[name] = {"settings": dict(methods[name] or {}), **info}
+        if path is not None:
+            if saved is None:
+                save_unlearned(unlearned, ckpt, path, {**info, "method": name, "concept": concept.text,
+                                                       RESUME_KEY: key, "seconds": seconds})
             details[name]["checkpoint"] = str(path)
         log(f"{name}: {metrics[stages[-1]].row(original[stages[-1]])} ({seconds:.0f} s)")
     by_stage = stage_rows(results, stages)

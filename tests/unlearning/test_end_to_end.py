@@ -198,3 +198,43 @@ def test_a_tuning_run_is_finished_from_its_saved_checkpoints(tmp_path) -> None:
                     assert got == pytest.approx(value), (stage, name, key)
     assert "tracer@lr=1" not in again["rows"]  # no checkpoint saved: skipped
     assert set(again["choice"]) == {"suppression"}
+
+
+def test_a_killed_grid_resumes_from_the_methods_it_saved(tmp_path, monkeypatch) -> None:
+    """``resume``: a second call scores the saved unlearned models instead of running them again (the same
+    rows and recorded seconds); other settings or other original weights run again."""
+    import recframe.unlearning.pipeline as pipeline
+    from recframe.unlearning.pipeline import data_settings, load_generative
+
+    torch.set_num_threads(1)
+    model, ckpt = load_generative(_fit_checkpoint(tmp_path))
+    methods = {"ga": {"steps": 3, "lr": 1e-3},
+               "tracer@no_reassign": {"steps": 3, "lr": 1e-3, "reassign": False}}
+    concept, data = parse_concept('genre == "Horror"'), data_settings(ckpt)
+
+    def unlearn(m, ms, resume=True):
+        return run_unlearning(m, ckpt, data, concept, ms, save_dir=tmp_path / "s", log=lambda _: None,
+                              stages=("valid", "test"), resume=resume)
+
+    first = unlearn(model, methods)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("ran again")
+
+    monkeypatch.setattr(pipeline, "run_ga", refuse)
+    monkeypatch.setattr(pipeline, "run_tracer", refuse)
+    again = unlearn(model, methods)
+    for stage in ("valid", "test"):
+        for name in ("ga", "tracer@no_reassign"):
+            for key, value in first["rows_by_stage"][stage][name].items():
+                assert again["rows_by_stage"][stage][name][key] == pytest.approx(value), (stage, name, key)
+    assert again["details"]["tracer@no_reassign"]["moved_items"] == 0
+    with pytest.raises(AssertionError, match="ran again"):  # another learning rate: not the saved model
+        unlearn(model, {"ga": {"steps": 3, "lr": 2e-3}})
+    other, _ = load_generative(_fit_checkpoint(tmp_path))
+    with torch.no_grad():
+        next(other.parameters()).add_(1e-3)
+    with pytest.raises(AssertionError, match="ran again"):  # other original weights
+        unlearn(other, {"ga": {"steps": 3, "lr": 1e-3}})
+    with pytest.raises(AssertionError, match="ran again"):  # resume off
+        unlearn(model, {"ga": {"steps": 3, "lr": 1e-3}}, resume=False)
