@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmarks.common import claim, fit_and_test
 from benchmarks.per_user import rank_string, test_ranks
-from recframe.checkpoint_io import atomic_write, load_checkpoint
+from recframe.checkpoint_io import atomic_write, furthest_last_checkpoint
 
 RUN_LOGS = Path("runs")
 """The configs' logger ``save_dir``, relative to the working directory."""
@@ -34,9 +34,7 @@ def run_file(folder: Path, row: str, seed: int) -> Path:
 
 def interrupted_checkpoint(name: str, run_logs: Path | None = None) -> Path | None:
     """The furthest-trained ``last.ckpt`` an interrupted earlier attempt left under ``runs/NAME``."""
-    run_logs = RUN_LOGS if run_logs is None else run_logs
-    found = list((run_logs / name).glob("version_*/checkpoints/last.ckpt"))
-    return max(found, key=lambda p: (load_checkpoint(p)["epoch"], p.stat().st_mtime), default=None)
+    return furthest_last_checkpoint((RUN_LOGS if run_logs is None else run_logs) / name)
 
 
 def validation_curve(name: str, run_logs: Path | None = None) -> list[dict[str, float]]:

@@ -121,6 +121,14 @@ def best_checkpoint(path: str | Path) -> Path:
                           "(`recframe fit --config ...` with this logger name) or pass a checkpoint file.")
 
 
+def furthest_last_checkpoint(*runs: str | Path) -> Path | None:
+    """The furthest-trained ``last.ckpt`` under ``RUN/version_*/checkpoints/`` of any of ``runs`` (run
+    folders an interrupted fit, and the attempts that resumed it, logged into), by its epoch and then its
+    time; ``None`` when none exists. Resuming from it ends as an uninterrupted fit would."""
+    found = [p for run in runs for p in Path(run).glob("version_*/checkpoints/last.ckpt")]
+    return max(found, key=lambda p: (load_checkpoint(p)["epoch"], p.stat().st_mtime), default=None)
+
+
 def load_checkpoint(path: str | Path, map_location: Any = "cpu") -> dict[str, Any]:
     """Verify the archive (:func:`verify_checkpoint`), then load with ``weights_only=True``."""
     path = check_checkpoint_file(path)

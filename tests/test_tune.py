@@ -228,7 +228,8 @@ def test_failed_trial_counts_against_the_budget_and_is_not_rerun(in_tmp: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[dict[str, Any]] = []
 
-    def diverges(config: Any, params: dict[str, Any], trial_dir: Path, metric: str) -> dict[str, Any]:
+    def diverges(config: Any, params: dict[str, Any], trial_dir: Path, metric: str,
+                 resume_from: Path | None = None) -> dict[str, Any]:
         calls.append(params)
         if len(calls) == 1:
             raise TrialFailed("the model diverged: val/ndcg@10 is nan")
@@ -263,3 +264,35 @@ def test_shipped_spaces_fit_the_config_they_name(space: Path) -> None:
     run = next(line for line in space.read_text().splitlines() if line.startswith("# Run: recframe tune"))
     config = ROOT / run.split("--config ")[1].split()[0]
     check_overrides(config, parsed.candidates(), str(space))
+
+
+def test_a_killed_trial_continues_from_its_last_checkpoint(in_tmp: Path, no_test_stage: None,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trial killed part-way is rerun from the ``last.ckpt`` it left and ends as the uninterrupted one."""
+    import lightning.pytorch as lp
+
+    from tests.kill_callbacks import KilledAtEpoch
+
+    space = _space(in_tmp, "model.init_args.lr: {type: categorical, choices: [5.0e-2]}\n")
+    whole = tune(TuneSettings(config=BPRMF, space=space, trials=1, storage=in_tmp / "whole"),
+                 echo=lambda _: None)
+    real_fit = lp.Trainer.fit
+
+    def killed_fit(self, *args: Any, **kwargs: Any) -> Any:
+        self.callbacks.append(KilledAtEpoch(2))  # stops when epoch 2 starts: 2 epochs and last.ckpt written
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(lp.Trainer, "fit", killed_fit)
+    with pytest.raises(RuntimeError, match="killed"):
+        tune(_settings(in_tmp, space, 1), echo=lambda _: None)
+    monkeypatch.setattr(lp.Trainer, "fit", real_fit)
+    lines: list[str] = []
+    resumed = tune(_settings(in_tmp, space, 1), echo=lines.append)
+    assert any("trial 1 continues from study/trials/trial_0000/" in line for line in lines), lines
+    rerun = json.loads((in_tmp / "study" / "trials" / "trial_0001" / "result.json").read_text())
+    assert rerun["resumed_from"].startswith("study/trials/trial_0000/") and rerun["epochs"] == 3
+    reference = json.loads((in_tmp / "whole" / "trials" / "trial_0000" / "result.json").read_text())
+    assert resumed["best"]["value"] == pytest.approx(whole["best"]["value"], rel=1e-6)
+    assert rerun["best_checkpoint_epoch"] == reference["best_checkpoint_epoch"]
+    for key, value in reference["valid"].items():
+        assert rerun["valid"][key] == pytest.approx(value, rel=1e-6, abs=1e-9), key

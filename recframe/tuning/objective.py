@@ -16,7 +16,6 @@ import gc
 import json
 import logging
 import math
-import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,8 +51,14 @@ def overrides(params: dict[str, Scalar]) -> list[str]:
     return out
 
 
-def run_trial(config: str | Path, params: dict[str, Scalar], trial_dir: Path, metric: str) -> dict[str, Any]:
+def run_trial(config: str | Path, params: dict[str, Scalar], trial_dir: Path, metric: str,
+              resume_from: Path | None = None) -> dict[str, Any]:
     """Fit ``config`` with ``params`` (logs in ``trial_dir``), validate its best checkpoint, return a record.
+
+    ``resume_from``: the ``last.ckpt`` an interrupted attempt of the same parameters left; the fit continues
+    from it (its best-so-far checkpoint state included, :class:`recframe.callbacks.BestCheckpoint`), so the
+    trial ends as an uninterrupted one would, and ``train_seconds`` adds the earlier attempts' time up to
+    that checkpoint (Lightning's ``Timer`` state travels in it).
 
     The trial's resolved config is written to ``trial_dir/config.yaml`` before training. The returned record
     holds ``value`` (``metric`` of the best-validation checkpoint), ``valid`` (every validation metric of
@@ -70,12 +75,12 @@ def run_trial(config: str | Path, params: dict[str, Scalar], trial_dir: Path, me
              "--trainer.logger", json.dumps(logger)]
     with _quiet_trial():
         return _fit_and_validate(run_cli(["--config", str(config), *overrides(params), *flags], run=False),
-                                 trial_dir, metric)
+                                 trial_dir, metric, resume_from)
 
 
-def _fit_and_validate(cli: Any, trial_dir: Path, metric: str) -> dict[str, Any]:
+def _fit_and_validate(cli: Any, trial_dir: Path, metric: str, resume_from: Path | None) -> dict[str, Any]:
     from recframe.metrics.ranking import NonFiniteScoresError
-    from recframe.runs import _epoch_of, device_name
+    from recframe.runs import _epoch_of, _train_timer, device_name
 
     try:
         write_text(trial_dir / "config.yaml", getattr(cli, "_config_text", ""))
@@ -83,10 +88,10 @@ def _fit_and_validate(cli: Any, trial_dir: Path, metric: str) -> dict[str, Any]:
         if trainer.world_size > 1:
             raise TuneError(f"the config trains on {trainer.world_size} processes, but recframe tune trains "
                             "in one process (no DDP launch): set trainer.devices 1 and trainer.num_nodes 1")
-        began = time.perf_counter()
+        timer = _train_timer(trainer)
         try:
-            trainer.fit(model, dm)
-            train_s = time.perf_counter() - began
+            trainer.fit(model, dm, ckpt_path=str(resume_from) if resume_from is not None else None)
+            train_s = timer.time_elapsed("train")
             checkpoint = trainer.checkpoint_callback
             best = checkpoint.best_model_path if checkpoint is not None else ""
             if not best:
@@ -110,6 +115,7 @@ def _fit_and_validate(cli: Any, trial_dir: Path, metric: str) -> dict[str, Any]:
             "checkpoint_monitor": getattr(checkpoint, "monitor", None),
             "epochs": trainer.current_epoch,
             "train_seconds": round(train_s, 2),
+            "resumed_from": shown(resume_from) if resume_from is not None else None,
             "device": device_name(trainer.strategy.root_device),
             "seed": cli.config.get("seed_everything"),
             "data_fingerprint": getattr(dm, "fingerprint", None),

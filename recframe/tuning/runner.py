@@ -11,6 +11,7 @@ from typing import Any
 
 import optuna
 
+from recframe.checkpoint_io import furthest_last_checkpoint
 from recframe.tuning.errors import TrialFailed, TuneError
 from recframe.tuning.objective import check_overrides, normalise_metric, overrides, run_trial
 from recframe.tuning.results import shown, trial_dir, write_best, write_json
@@ -150,8 +151,11 @@ def _run_one(settings: TuneSettings, space: SearchSpace, metric: str, storage: P
         trial.set_user_attr("dir", shown(folder))
         record.update(number=trial.number, params=params, overrides=overrides(params), metric=metric,
                       config=shown(folder / "config.yaml"))
+        resume = _interrupted_checkpoint(study, storage, trial.user_attrs.get("rerun_of"))
+        if resume is not None:
+            echo(f"trial {trial.number} continues from {shown(resume)}")
         try:
-            result = run_trial(settings.config, params, folder, metric)
+            result = run_trial(settings.config, params, folder, metric, resume_from=resume)
         except TrialFailed as exc:
             trial.set_user_attr("failure", str(exc))
             record.update(state="failed", value=None, failure=str(exc))
@@ -182,6 +186,17 @@ def _run_one(settings: TuneSettings, space: SearchSpace, metric: str, storage: P
     echo(f"trial {record['number']} [{done}/{target}] {shown_params}: {outcome}; {best_text}")
     write_json(storage / "study.json", _summary(settings, space, metric, storage, study, target,
                                                 space.grid_size() if settings.sampler == "grid" else None))
+
+
+def _interrupted_checkpoint(study: optuna.Study, storage: Path, rerun_of: int | None) -> Path | None:
+    """The furthest ``last.ckpt`` the interrupted attempts of a rerun left: the trial it reruns, that
+    trial's own ``rerun_of`` and so on back (each attempt logs into its own trial folder), or ``None``."""
+    folders, seen = [], set()
+    while rerun_of is not None and rerun_of not in seen:
+        seen.add(rerun_of)
+        folders.append(trial_dir(storage, rerun_of))
+        rerun_of = study.trials[rerun_of].user_attrs.get("rerun_of")
+    return furthest_last_checkpoint(*folders) if folders else None
 
 
 def _counted(study: optuna.Study, target: int) -> list[optuna.trial.FrozenTrial]:
