@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS, write_results
+from benchmarks.common import RESULTS, import_kept_table, keep_item_tables, write_results
 from benchmarks.devices import devices, refusal
 from benchmarks.per_user import paired_over_seeds
 from benchmarks.seeded_runs import load_runs, run_file, run_missing, slug
@@ -185,7 +185,6 @@ def adopt_sasrec_tables(dataset: str, jobs: Sequence[tuple[str, int]]) -> list[i
     (:func:`recframe.features.collaborative.import_item_table`). Returns the seeds adopted.
     """
     from recframe.features import adopt_item_table
-    from recframe.features.collaborative import import_item_table
 
     config = config_path(dataset, "SASRec")
     seeds = sorted({seed for row, seed in jobs if ROWS[row].collaborative_seed
@@ -193,9 +192,7 @@ def adopt_sasrec_tables(dataset: str, jobs: Sequence[tuple[str, int]]) -> list[i
     adopted = []
     for seed in seeds:
         done = run_file(folder(dataset), "SASRec", seed)
-        kept = kept_table(dataset, seed)
-        if kept.is_file():
-            import_item_table(config, kept)
+        if import_kept_table(config, folder(dataset), "SASRec", seed):
             adopted.append(seed)
             continue
         if not done.exists():
@@ -210,24 +207,12 @@ def adopt_sasrec_tables(dataset: str, jobs: Sequence[tuple[str, int]]) -> list[i
     return adopted
 
 
-def kept_table(dataset: str, seed: int) -> Path:
-    """Where this table keeps the SASRec item table of ``seed`` (``.npy``, its run record beside it)."""
-    return folder(dataset) / "item_tables" / f"SASRec__seed{seed}.npy"
-
-
 def keep_sasrec_tables(dataset: str) -> list[int]:
-    """Copy every cached item table of ``configs/amazon/sasrec_<dataset>.yaml`` (as it reads now) that this
-    table does not keep yet into its folder (:func:`kept_table`), so that a new checkout's collaborative
-    rows import it instead of retraining SASRec (about an hour a Toys seed, two a Beauty or Sports seed at
-    one thread); the cache itself lives under the ignored dataset root. Returns the seeds kept."""
-    from recframe.features.collaborative import export_item_table, stored_tables
-
-    kept = []
-    for seed, cached in sorted(stored_tables(config_path(dataset, "SASRec")).items()):
-        if not kept_table(dataset, seed).is_file():
-            export_item_table(cached, kept_table(dataset, seed))
-            kept.append(seed)
-    return kept
+    """Keep every cached item table of ``configs/amazon/sasrec_<dataset>.yaml`` in this table's folder
+    (:func:`benchmarks.common.keep_item_tables`): a new checkout's collaborative rows import it instead of
+    retraining SASRec (about an hour a Toys seed, two a Beauty or Sports seed at one thread). Returns the
+    seeds kept now."""
+    return keep_item_tables(config_path(dataset, "SASRec"), folder(dataset), "SASRec")
 
 
 def folder(dataset: str) -> Path:

@@ -23,8 +23,8 @@ from recframe.callbacks import library_versions
 from recframe.checkpoint_io import atomic_write
 from recframe.runs import fit_and_test
 
-__all__ = ["claim", "fit_and_test", "machine", "save_figure", "worker_row", "write_measured", "write_results",
-           "RESULTS"]
+__all__ = ["claim", "fit_and_test", "import_kept_table", "keep_item_tables", "kept_table", "machine",
+           "save_figure", "worker_row", "write_measured", "write_results", "RESULTS"]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -43,6 +43,39 @@ def write_results(name: str, payload: dict[str, Any], markdown: str) -> tuple[Pa
     atomic_write(js, lambda fh: fh.write(json.dumps(payload, indent=2, default=str).encode()))
     atomic_write(md, lambda fh: fh.write(markdown.encode()))
     return js, md
+
+
+def kept_table(folder: Path, model: str, seed: int) -> Path:
+    """Where a results folder keeps the collaborative item table of ``model`` at ``seed`` (``.npy``, its
+    cache record beside it as ``.json``)."""
+    return folder / "item_tables" / f"{model}__seed{seed}.npy"
+
+
+def keep_item_tables(config: str | Path, folder: Path, model: str) -> list[int]:
+    """Copy every cached item table of ``config`` (as it reads now) that ``folder`` does not keep yet into
+    ``folder/item_tables`` (:func:`kept_table`), so that a new checkout imports it instead of retraining
+    ``model`` (the cache itself lives under the ignored dataset root). Returns the seeds kept now."""
+    from recframe.features.collaborative import export_item_table, stored_tables
+
+    kept = []
+    for seed, cached in sorted(stored_tables(config).items()):
+        if not kept_table(folder, model, seed).is_file():
+            export_item_table(cached, kept_table(folder, model, seed))
+            kept.append(seed)
+    return kept
+
+
+def import_kept_table(config: str | Path, folder: Path, model: str, seed: int) -> bool:
+    """Put the table that ``folder`` keeps for ``model`` at ``seed`` back in ``config``'s cache
+    (:func:`recframe.features.collaborative.import_item_table`, which refuses a table of an edited config).
+    Returns whether one was kept."""
+    from recframe.features.collaborative import import_item_table
+
+    kept = kept_table(folder, model, seed)
+    if not kept.is_file():
+        return False
+    import_item_table(config, kept)
+    return True
 
 
 def worker_row(module: str, worker_args: Sequence[str],

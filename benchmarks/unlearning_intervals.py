@@ -26,10 +26,19 @@ Scales:
 * ``ml100k``: the ML-100K concept configs on ``configs/decoder_collab_ml100k.yaml`` trained with
   ``seed_everything`` 0, 1, 2 (its collaborative item table keeps ``collaborative_seed: 0``, so the SID table
   is the same in every seed and only the decoder's seed changes). About 35 minutes per original model and 20
-  per retrain reference at one idle CPU thread, plus the grid; hours on a 2-core machine. An original model
-  already trained under ``runs/unlearning_intervals/`` is reused, and so is each finished (seed, concept)
-  report there (:func:`finished_report`), so a killed run resumes where it stopped. Writes
-  ``benchmarks/results/ml100k_unlearning_intervals.{json,md}``.
+  per retrain reference at one idle CPU thread, plus the grid; hours on a 2-core machine, more than one
+  session. So nothing finished is lost, even on a new checkout:
+
+  * each finished (seed, concept) report is kept under ``benchmarks/results/ml100k_unlearning_intervals/``
+    (:func:`kept_report`, version-controlled, about 30 kB) and reused while its inputs match
+    (:func:`report_inputs`: concept, seed, the grid's methods, batch, the model config's text and the data
+    fingerprint); a seed whose every concept is kept does not even train its original;
+  * the collaborative item table the original's SIDs come from is kept there too (``item_tables/``) and
+    imported into the cache before a fit (:func:`benchmarks.common.import_kept_table`);
+  * an original model already trained under ``runs/unlearning_intervals/`` is reused, and one killed
+    part-way resumes from its ``last.ckpt`` (:func:`ml100k_original`).
+
+  Writes ``benchmarks/results/ml100k_unlearning_intervals.{json,md}``.
 
 Run::
 
@@ -40,6 +49,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -51,6 +61,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks.common import import_kept_table, keep_item_tables
 from benchmarks.per_user import MISS, bootstrap_difference
 from recframe.unlearning.selection import EXPOSURE_FLOOR, choose_settings, expand_grid, grid_sizes
 
@@ -74,6 +85,8 @@ SYNTH_LOOP = {"steps": 40, "batch_size": 32}
 SYNTH_CONCEPT = 'genre == "Horror"'
 
 MODEL_CONFIG = "configs/decoder_collab_ml100k.yaml"
+#: where the ML-100K scale keeps its finished (seed, concept) reports and item tables (version-controlled)
+KEPT = ROOT / "benchmarks" / "results" / "ml100k_unlearning_intervals"
 CONCEPTS = ("configs/unlearn_ml100k_horror.yaml", "configs/unlearn_ml100k_pre1970.yaml")
 
 
@@ -324,62 +337,143 @@ def ml100k_original(seed: int, runs_dir: Path | None = None, config: str = MODEL
 
 def run_ml100k(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[float, ...], root_sample: int,
                concepts: list[str], log: Callable[[str], None] = print, runs_dir: Path | None = None,
-               config: str = MODEL_CONFIG) -> dict[str, Any]:
+               config: str = MODEL_CONFIG, kept_dir: Path | None = None) -> dict[str, Any]:
     """The ML-100K scale (module docstring): every concept config on every seed's original model of
     ``config``; the retrain reference and the fine-tuning loops take the seed too (as at the synthetic
     scale). Originals and unlearned checkpoints go under ``runs_dir`` (default
-    ``runs/unlearning_intervals``)."""
+    ``runs/unlearning_intervals``); finished reports and item tables are kept in ``kept_dir`` (default
+    :data:`KEPT`), and a seed whose every report is kept there is not trained again."""
     from recframe.unlearning.cli import load_config
     from recframe.unlearning.pipeline import data_settings, load_generative
 
     runs_dir = runs_dir or ROOT / "runs" / "unlearning_intervals"
+    kept_dir = kept_dir or KEPT
     grid = equal_grid(lrs, thresholds, root_sample)
     cfgs = [load_config(ROOT / c) for c in concepts]
+    fingerprint = config_data_fingerprint(config)
     out: dict[str, dict[str, Any]] = {cfg["concept"].text: {} for cfg in cfgs}
     for seed in seeds:
-        model, ckpt = load_generative(ml100k_original(seed, runs_dir, config))
-        data = data_settings(ckpt)
+        todo = []
         for cfg in cfgs:
             text = cfg["concept"].text
             methods = {k: dict(v or {}) for k, v in cfg["methods"].items()}
             for name in ("retrain", "ga", "npo", "tracer"):
                 if name in methods:
                     methods[name] = {**methods[name], "seed": seed}
-            slug = "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
-            save = runs_dir / f"seed{seed}" / slug
-            save.mkdir(parents=True, exist_ok=True)
             run = grid_methods(methods, grid, root_sample)
             batch = int(cfg.get("eval_batch_size") or 64)
-            inputs = {"concept": text, "seed": seed, "methods": run, "eval_batch_size": batch,
-                      "original": {"epoch": ckpt.get("epoch"),
-                                   "fingerprint": (ckpt.get("recframe") or {}).get("data_fingerprint")}}
+            inputs = report_inputs(text, seed, run, batch, config, fingerprint)
+            path = kept_report(kept_dir, seed, text)
+            stored = read_finished(path, inputs)
+            if stored is not None:
+                log(f"seed {seed}, {text}: finished before ({path.name}), reused")
+                out[text][str(seed)] = stored
+            else:
+                todo.append((text, run, batch, inputs, path))
+        if not todo:
+            continue
+        collaborative = collaborative_source(config)
+        if collaborative is not None:
+            import_kept_table(collaborative[0], kept_dir, "SASRec", collaborative[1])
+        model, ckpt = load_generative(ml100k_original(seed, runs_dir, config))
+        if collaborative is not None:
+            keep_item_tables(collaborative[0], kept_dir, "SASRec")
+        if (ckpt.get("recframe") or {}).get("data_fingerprint") != fingerprint:
+            raise SystemExit(f"the original of {config} seed {seed} was trained on other data (fingerprint "
+                             f"{(ckpt.get('recframe') or {}).get('data_fingerprint')}, the config's data now "
+                             f"{fingerprint}); delete {runs_dir} and run again.")
+        data = data_settings(ckpt)
+        original = {"epoch": ckpt.get("epoch"), "global_step": ckpt.get("global_step")}
+        for text, run, batch, inputs, path in todo:
+            save = runs_dir / f"seed{seed}" / slug(text)
+            save.mkdir(parents=True, exist_ok=True)
             out[text][str(seed)] = finished_report(
-                save / "report.json", inputs,
-                partial(run_seed, model, ckpt, data, text, run, batch, save_dir=save), log)
+                path, inputs, partial(with_original, original,
+                                      partial(run_seed, model, ckpt, data, text, run, batch, save_dir=save)),
+                log)
             log(f"seed {seed}, {text}: done")
     return {text: concept_block(seeds_, exact_ablation=False) for text, seeds_ in out.items()}
+
+
+def slug(text: str) -> str:
+    """A concept's text as a file-name part."""
+    return "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
+
+
+def kept_report(kept_dir: Path, seed: int, concept: str) -> Path:
+    """Where the finished report of (``seed``, ``concept``) is kept."""
+    return kept_dir / f"seed{seed}__{slug(concept)}.json"
+
+
+def report_inputs(concept: str, seed: int, methods: dict[str, Any], batch: int, config: str,
+                  fingerprint: str) -> dict[str, Any]:
+    """What a (seed, concept) report depends on: the concept, the seed, the grid's methods, the evaluation
+    batch, the original's config text (sha256) and its data's fingerprint. The original model is a function
+    of these (training is deterministic under the seed), so a report kept by another checkout is the one
+    this checkout would compute."""
+    digest = hashlib.sha256((ROOT / config).read_bytes()).hexdigest()
+    return {"concept": concept, "seed": seed, "methods": methods, "eval_batch_size": batch,
+            "model_config_sha256": digest, "data_fingerprint": fingerprint}
+
+
+def config_data_fingerprint(config: str) -> str:
+    """The data fingerprint the original of ``config`` records (its ``data:`` section), without training."""
+    import yaml
+
+    from recframe.data.datamodule import RecDataModule
+
+    data = yaml.safe_load((ROOT / config).read_text())["data"]
+    return RecDataModule(**data).fingerprint
+
+
+def collaborative_source(config: str) -> tuple[str, int] | None:
+    """The item-table config and seed the SIDs of ``config`` come from (``features: collaborative``), or
+    ``None`` when they come from elsewhere."""
+    import yaml
+
+    init = (yaml.safe_load((ROOT / config).read_text())["model"].get("init_args") or {})
+    if init.get("features") != "collaborative" or not init.get("collaborative"):
+        return None
+    return str(ROOT / init["collaborative"]), int(init.get("collaborative_seed") or 0)
+
+
+def with_original(original: dict[str, Any], compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``compute()``'s report with the original model it ran on (epoch, step) recorded."""
+    return {**compute(), "original": original}
+
+
+def read_finished(path: Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
+    """The report kept at ``path`` when it was computed from the same ``inputs``; ``None`` when there is
+    none, it is damaged, or its inputs differ."""
+    inputs = json.loads(json.dumps(inputs, default=str))
+    if not path.is_file():
+        return None
+    try:
+        stored = json.loads(path.read_text())
+    except ValueError:
+        return None
+    if not isinstance(stored, dict) or stored.get("inputs") != inputs or "report" not in stored:
+        return None
+    return stored["report"]
 
 
 def finished_report(path: Path, inputs: dict[str, Any], compute: Callable[[], dict[str, Any]],
                     log: Callable[[str], None] = print) -> dict[str, Any]:
     """The report of one (seed, concept): read from ``path`` when a finished one with the same ``inputs``
-    (concept, seed, the grid's methods, batch, the original's epoch and data) is there, else ``compute()``
-    written there atomically. An ML-100K (seed, concept) is about 45 minutes at one thread, so a killed
-    ``--scale ml100k`` run resumes at the next unfinished one. Both paths give the JSON round trip of the
-    report (what the result file holds), so a resumed run's numbers equal an uninterrupted one's."""
+    is there (:func:`read_finished`), else ``compute()`` written there atomically. An ML-100K (seed,
+    concept) is about 45 minutes at one thread, so a killed ``--scale ml100k`` run resumes at the next
+    unfinished one. Both paths give the JSON round trip of the report (what the result file holds), so a
+    resumed run's numbers equal an uninterrupted one's."""
     from recframe.checkpoint_io import atomic_write
 
+    stored = read_finished(path, inputs)
+    if stored is not None:
+        log(f"{path}: finished before, reused")
+        return stored
     inputs = json.loads(json.dumps(inputs, default=str))
-    if path.is_file():
-        try:
-            stored = json.loads(path.read_text())
-        except ValueError:
-            stored = {}
-        if stored.get("inputs") == inputs and "report" in stored:
-            log(f"{path}: finished before, reused")
-            return stored["report"]
     report = json.loads(json.dumps(compute(), default=str))
-    body = json.dumps({"inputs": inputs, "report": report}, default=str).encode()
+    body = json.dumps({"inputs": inputs, "report": report}, indent=1, default=str).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda fh: fh.write(body))
     return report
 

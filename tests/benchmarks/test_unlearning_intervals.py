@@ -4,6 +4,8 @@ over seeds, and the whole synthetic pipeline at a tiny size."""
 from __future__ import annotations
 
 import json
+import shutil
+from functools import partial
 
 import numpy as np
 import pytest
@@ -106,10 +108,10 @@ def test_the_ml100k_path_on_the_smoke_decoder(tmp_path, monkeypatch) -> None:
         'checkpoint: unused\nconcept: genre == "Horror"\neval_batch_size: 256\nmethods:\n'
         "  retrain: {max_epochs: 1, patience: 0}\n  ga: {steps: 2, batch_size: 8}\n"
         "  npo: {steps: 2, batch_size: 8}\n  suppression: {}\n  tracer: {steps: 2, batch_size: 8}\n")
-    runs = tmp_path / "runs"
+    runs, kept = tmp_path / "runs", tmp_path / "kept"
     config = "configs/smoke/sid_decoder.yaml"
-    out = ui.run_ml100k([0, 1], (1e-3,), (0.5,), 2, [str(concept)], log=lambda _: None, runs_dir=runs,
-                        config=config)
+    run = partial(ui.run_ml100k, log=lambda _: None, runs_dir=runs, config=config, kept_dir=kept)
+    out = run([0, 1], (1e-3,), (0.5,), 2, [str(concept)])
     block = out['genre == "Horror"']
     assert set(block["seeds"]) == {"0", "1"} and "check" not in block
     assert [(c["alternative"], c["baseline"]) for c in block["comparisons"]] == list(ui.COMPARISONS)
@@ -122,12 +124,55 @@ def test_the_ml100k_path_on_the_smoke_decoder(tmp_path, monkeypatch) -> None:
         raise AssertionError("a finished (seed, concept) ran again")
 
     monkeypatch.setattr(ui, "run_seed", boom)
-    again = ui.run_ml100k([0, 1], (1e-3,), (0.5,), 2, [str(concept)], log=lambda _: None, runs_dir=runs,
-                          config=config)
+    again = run([0, 1], (1e-3,), (0.5,), 2, [str(concept)])
     assert again == out
     with pytest.raises(AssertionError, match="ran again"):  # another grid is not the finished one
-        ui.run_ml100k([0], (3e-3,), (0.5,), 2, [str(concept)], log=lambda _: None, runs_dir=runs,
-                      config=config)
+        run([0], (3e-3,), (0.5,), 2, [str(concept)])
+
+    # A new checkout: no runs/, only the kept reports. Nothing trains, and the result is the same.
+    shutil.rmtree(runs)
+
+    def no_original(*args, **kwargs):
+        raise AssertionError("an original trained although every report of its seed is kept")
+
+    monkeypatch.setattr(ui, "ml100k_original", no_original)
+    assert run([0, 1], (1e-3,), (0.5,), 2, [str(concept)]) == out
+    files = [ui.kept_report(kept, seed, 'genre == "Horror"') for seed in (0, 1)]
+    assert sorted(kept.iterdir()) == files and files[0].name == "seed0__genre_____Horror.json"
+    stored = json.loads(files[1].read_text())
+    assert stored["report"]["original"]["epoch"] is not None
+    assert stored["inputs"]["data_fingerprint"] == ui.config_data_fingerprint(config)
+
+
+def test_a_kept_report_is_not_reused_for_another_config_or_data(tmp_path, monkeypatch) -> None:
+    """A kept report names the original's config text and data fingerprint: an edited config or other data
+    computes it again."""
+    path = tmp_path / "seed0__c.json"
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"value": 1}
+
+    monkeypatch.setattr(ui, "ROOT", tmp_path)
+    config = tmp_path / "model.yaml"
+    config.write_text("a: 1\n")
+
+    def inputs(fingerprint):
+        return ui.report_inputs("c", 0, {"tracer": {}}, 64, "model.yaml", fingerprint)
+
+    ui.finished_report(path, inputs("f1"), compute, log=lambda _: None)
+    assert ui.read_finished(path, inputs("f1")) == {"value": 1}
+    assert ui.read_finished(path, inputs("f2")) is None
+    config.write_text("a: 2\n")
+    assert ui.read_finished(path, inputs("f1")) is None
+    assert len(calls) == 1
+
+
+def test_the_collaborative_source_of_the_ml100k_model() -> None:
+    table, seed = ui.collaborative_source(ui.MODEL_CONFIG)
+    assert table.endswith("configs/sasrec_ml100k.yaml") and seed == 0
+    assert ui.collaborative_source("configs/smoke/sid_decoder.yaml") is None
 
 
 def test_a_finished_report_is_reused_only_for_the_same_inputs(tmp_path) -> None:
