@@ -375,9 +375,11 @@ def run_ml100k(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[float
         collaborative = collaborative_source(config)
         if collaborative is not None:
             import_kept_table(collaborative[0], kept_dir, "SASRec", collaborative[1])
-        model, ckpt = load_generative(ml100k_original(seed, runs_dir, config))
-        if collaborative is not None:
-            keep_item_tables(collaborative[0], kept_dir, "SASRec")
+        try:
+            model, ckpt = load_generative(ml100k_original(seed, runs_dir, config))
+        finally:  # the table is cached before the original trains: keep it even if that fit is stopped
+            if collaborative is not None:
+                keep_item_tables(collaborative[0], kept_dir, "SASRec")
         if (ckpt.get("recframe") or {}).get("data_fingerprint") != fingerprint:
             raise SystemExit(f"the original of {config} seed {seed} was trained on other data (fingerprint "
                              f"{(ckpt.get('recframe') or {}).get('data_fingerprint')}, the config's data now "
