@@ -63,6 +63,7 @@ import torch
 
 from benchmarks.common import import_kept_table, keep_item_tables
 from benchmarks.per_user import MISS, bootstrap_difference
+from benchmarks.seeded_runs import slug
 from recframe.unlearning.selection import EXPOSURE_FLOOR, choose_settings, expand_grid, grid_sizes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -395,11 +396,6 @@ def run_ml100k(seeds: list[int], lrs: tuple[float, ...], thresholds: tuple[float
                 log)
             log(f"seed {seed}, {text}: done")
     return {text: concept_block(seeds_, exact_ablation=False) for text, seeds_ in out.items()}
-
-
-def slug(text: str) -> str:
-    """A concept's text as a file-name part."""
-    return "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
 
 
 def kept_report(kept_dir: Path, seed: int, concept: str) -> Path:
