@@ -235,10 +235,22 @@ def verdict_line(result: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------ the report
+def method_seconds(payload: dict[str, Any]) -> float:
+    """The seconds the reports' rows took (retrain references and every method's setting), summed over
+    concepts and seeds: a command that reuses kept reports takes seconds itself, so its own time alone
+    would hide what the table cost."""
+    return sum(float(row.get("seconds") or 0.0) for block in payload["concepts"].values()
+               for report in block["seeds"].values()
+               for row in report["rows_by_stage"]["test"].values())
+
+
 def markdown(payload: dict[str, Any]) -> str:
     cols = ["exposure@10", "forget_recall@10", "retain_ndcg@10", "retain_ndcg@10_rel"]
     lines = [f"# TRACER: paired per-user intervals over seeds ({payload['scale']})\n",
-             f"Command: `{payload['command']}`; device {payload['device']}; {payload['seconds']:.0f} s. "
+             f"Command: `{payload['command']}`; device {payload['device']}; "
+             f"this command {payload['seconds']:.0f} s "
+             f"(kept reports are read, not recomputed; their methods and retrain references took "
+             f"{method_seconds(payload) / 60:.0f} min, the original models not included). "
              f"Grid: {payload['grid_points']} settings per method (sizes per family: "
              f"{payload['grid_sizes']}); chosen on validation (exposure@10 at most max(retrain's, "
              f"{EXPOSURE_FLOOR:g} x original's), then the highest retain NDCG@10). Test split; intervals: "

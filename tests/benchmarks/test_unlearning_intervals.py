@@ -215,3 +215,13 @@ def test_a_killed_original_resumes_from_last_ckpt_instead_of_reusing_its_best(tm
     best = ui.ml100k_original(0, tmp_path, config)
     assert calls == [folder / "last.ckpt"] and best.endswith("best-epoch=5-val_ndcg=0.2000.ckpt")
     assert ui.ml100k_original(0, tmp_path, config) == best and len(calls) == 1  # finished: reused
+
+
+def test_the_table_states_what_its_reports_cost_not_only_the_render() -> None:
+    def report(*seconds: float) -> dict:
+        rows = {f"m{i}": {"seconds": s} for i, s in enumerate(seconds)}
+        return {"rows_by_stage": {"test": rows, "validation": rows}}
+
+    payload = {"concepts": {"a": {"seeds": {"0": report(60.0, 30.0)}},
+                            "b": {"seeds": {"0": report(90.0), "1": report(0.0, 120.0)}}}}
+    assert ui.method_seconds(payload) == pytest.approx(300.0)  # the validation copies are not counted twice
