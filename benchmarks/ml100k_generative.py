@@ -253,8 +253,20 @@ def training_finished(row: str, seed: int) -> bool:
     return stopped or state["epoch"] >= max_epochs - 1
 
 
+def stored_or_logged_curve(row: str, seed: int) -> list[dict[str, float]]:
+    """The validation curve of a run: the one its stored result records (committed, so a fresh checkout
+    has it), else the one its logs under ``runs/`` hold (a run still training or cut by a kill)."""
+    path = run_file(row, seed)
+    if path.exists():
+        curve = json.loads(path.read_text()).get("val_curve")
+        if curve:
+            return curve
+    return validation_curve(log_name(row, seed))
+
+
 def rgrec_weight_choice(seeds: Sequence[int] = (0, 1, 2)) -> tuple[dict[str, Any], str]:
-    """R-GRec's objective weight chosen on validation alone, from the runs' validation curves under ``runs/``.
+    """R-GRec's objective weight chosen on validation alone, from the runs' validation curves (the stored
+    results' ``val_curve``, else the logs under ``runs/``: :func:`stored_or_logged_curve`).
 
     Every run of :data:`RGREC_WEIGHT_ROWS` is compared up to the same horizon, the last validated epoch
     that every unfinished run reached (some runs were cut before their early stop when device time ran out;
@@ -262,12 +274,12 @@ def rgrec_weight_choice(seeds: Sequence[int] = (0, 1, 2)) -> tuple[dict[str, Any
     validation NDCG@10 at or before that epoch. The weight with the
     highest mean is chosen; no test number is read. Returns the JSON payload and its markdown table.
     """
-    curves = {row: {seed: validation_curve(log_name(row, seed)) for seed in seeds}
+    curves = {row: {seed: stored_or_logged_curve(row, seed) for seed in seeds}
               for row in RGREC_WEIGHT_ROWS}
     missing = [f"{row} seed {seed}" for row, by_seed in curves.items()
                for seed, c in by_seed.items() if not c]
     if missing:
-        raise SystemExit("no validation curve under runs/ for " + ", ".join(missing)
+        raise SystemExit("no validation curve (stored result or runs/ log) for " + ", ".join(missing)
                          + "; train them first (--rows ROW --seeds S)")
     cut = [c[-1]["epoch"] for row, by_seed in curves.items() for seed, c in by_seed.items()
            if not training_finished(row, seed)]

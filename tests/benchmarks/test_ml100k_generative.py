@@ -181,3 +181,28 @@ def test_rgrec_weight_choice_compares_cut_runs_at_a_common_horizon(tmp_path, mon
     weight = float(bench.RGREC_WEIGHT_ROWS[1].split()[-1].rstrip(")"))
     addon = json.loads(bench.ROWS[bench.RGREC_WEIGHT_ROWS[1]].extra[1])[0]["init_args"]
     assert addon == {f"{name}_weight": weight for name in ("neighbor", "contrast", "link")}
+
+
+def test_rgrec_weight_choice_reads_stored_curves_on_a_fresh_checkout(tmp_path, monkeypatch) -> None:
+    """With no ``runs/`` logs at all (a new checkout), the weight is chosen from the committed results'
+    ``val_curve``; a row missing both gets one error naming the row and seed."""
+    import json
+
+    import pytest
+
+    import benchmarks.ml100k_generative as bench
+
+    monkeypatch.setattr(bench, "RUN_LOGS", tmp_path / "runs")
+    monkeypatch.setattr(bench, "RUNS", tmp_path / "table")
+    bench.RUNS.mkdir(parents=True)
+    best = dict(zip(bench.RGREC_WEIGHT_ROWS, (0.10, 0.14, 0.12, 0.08)))
+    for row, top in best.items():
+        for seed in (0, 1):
+            curve = [{"epoch": 1, "val_ndcg": top / 2}, {"epoch": 3, "val_ndcg": top + seed / 100}]
+            bench.run_file(row, seed).write_text(json.dumps({"seed": seed, "val_curve": curve}))
+    payload, _ = bench.rgrec_weight_choice(seeds=(0, 1))
+    assert payload["chosen"] == bench.RGREC_WEIGHT_ROWS[1]
+    assert payload["weights"][bench.RGREC_WEIGHT_ROWS[2]]["best_whole_run"] == [0.12, 0.13]
+    bench.run_file(bench.RGREC_WEIGHT_ROWS[3], 1).unlink()
+    with pytest.raises(SystemExit, match=r"\(weight 1\.0\) seed 1"):
+        bench.rgrec_weight_choice(seeds=(0, 1))
