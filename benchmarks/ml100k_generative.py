@@ -264,6 +264,12 @@ def stored_or_logged_curve(row: str, seed: int) -> list[dict[str, float]]:
     return validation_curve(log_name(row, seed))
 
 
+def chosen_rgrec_weight_row() -> str | None:
+    """The row ``--rgrec-weight-choice`` last chose on validation (its stored result), or ``None``."""
+    path = RUNS.parent / "ml100k_generative_rgrec_weight.json"
+    return json.loads(path.read_text()).get("chosen") if path.exists() else None
+
+
 def rgrec_weight_choice(seeds: Sequence[int] = (0, 1, 2)) -> tuple[dict[str, Any], str]:
     """R-GRec's objective weight chosen on validation alone, from the runs' validation curves (the stored
     results' ``val_curve``, else the logs under ``runs/``: :func:`stored_or_logged_curve`).
@@ -521,8 +527,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not ns.render_only:
         run_all(ns.rows, ns.seeds)
-    # the weight rows only choose R-GRec's weight (--rgrec-weight-choice): not table rows
-    runs = {row: group for row, group in load_runs().items() if row not in RGREC_WEIGHT_ROWS[1:]}
+    # the weight rows only choose R-GRec's weight (--rgrec-weight-choice); the chosen one is a table row,
+    # so the R-GRec verdict is also scored at the weight validation chose
+    chosen = chosen_rgrec_weight_row()
+    runs = {row: group for row, group in load_runs().items()
+            if row not in RGREC_WEIGHT_ROWS[1:] or row == chosen}
     if not runs:
         print(f"no finished runs under {RUNS}; run without --render-only first")
         return 1

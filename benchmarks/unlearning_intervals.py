@@ -250,7 +250,7 @@ def markdown(payload: dict[str, Any]) -> str:
              f"Command: `{payload['command']}`; device {payload['device']}; "
              f"this command {payload['seconds']:.0f} s "
              f"(kept reports are read, not recomputed; their methods and retrain references took "
-             f"{method_seconds(payload) / 60:.0f} min, the original models not included). "
+             f"{method_seconds(payload) / 60:.0f} min; the original models' training is not included). "
              f"Grid: {payload['grid_points']} settings per method (sizes per family: "
              f"{payload['grid_sizes']}); chosen on validation (exposure@10 at most max(retrain's, "
              f"{EXPOSURE_FLOOR:g} x original's), then the highest retain NDCG@10). Test split; intervals: "

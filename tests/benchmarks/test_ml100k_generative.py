@@ -206,3 +206,17 @@ def test_rgrec_weight_choice_reads_stored_curves_on_a_fresh_checkout(tmp_path, m
     bench.run_file(bench.RGREC_WEIGHT_ROWS[3], 1).unlink()
     with pytest.raises(SystemExit, match=r"\(weight 1\.0\) seed 1"):
         bench.rgrec_weight_choice(seeds=(0, 1))
+
+
+def test_the_validation_chosen_weight_row_is_read_from_the_stored_choice(tmp_path, monkeypatch) -> None:
+    """The render keeps the weight row that ``--rgrec-weight-choice`` chose (so the R-GRec verdict is also
+    scored at it) and no other; with no stored choice there is none."""
+    import json
+
+    import benchmarks.ml100k_generative as bench
+
+    monkeypatch.setattr(bench, "RUNS", tmp_path / "ml100k_generative")
+    assert bench.chosen_rgrec_weight_row() is None
+    (tmp_path / "ml100k_generative_rgrec_weight.json").write_text(
+        json.dumps({"chosen": bench.RGREC_WEIGHT_ROWS[1]}))
+    assert bench.chosen_rgrec_weight_row() == bench.RGREC_WEIGHT_ROWS[1]
