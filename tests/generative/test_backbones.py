@@ -111,6 +111,50 @@ def test_compact_loss_equals_the_broadcast_loss_in_value_and_gradient(cls, histo
     assert default == compact  # 6 of 18 positions are real: the default compacts (same process, same path)
 
 
+def _stream_output(model: TigerBackbone | DecoderBackbone, items: torch.Tensor,
+                   packed: bool | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The encoder memory (TIGER) or the hidden stream (decoder-only) of ``items``, and its real tokens."""
+    if isinstance(model, TigerBackbone):
+        memory, valid, _ = model._encode(items, packed=packed)
+        return memory, valid
+    h, nodes, _, _ = model._stream(items, packed=packed)
+    return h, nodes.valid
+
+
+@pytest.mark.parametrize("cls", [TigerBackbone, DecoderBackbone])
+@pytest.mark.parametrize("history_tokens", ["codes", "items"])
+def test_packed_stream_equals_the_dense_one_on_real_tokens(cls, history_tokens: str) -> None:
+    """Running the stream's token-wise layers on the real tokens only (``run_stream(packed=True)``) is the
+    dense stream's function on them, in value and gradient; the default packs a mostly padded batch and
+    keeps a mostly real one dense."""
+    torch.manual_seed(4)
+    model = cls(_codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6,
+                addons=[TrieRec()], history_tokens=history_tokens)
+    with torch.no_grad():
+        for p in model.addons.parameters():
+            torch.nn.init.normal_(p, std=0.5)
+    inputs = torch.tensor([[0, 0, 0, 0, 3, 5], [0, 0, 0, 1, 2, 3], [0, 0, 0, 0, 0, 4], [0, 0, 0, 0, 0, 0]])
+    weights = torch.randn(4, 6 * (1 if history_tokens == "items" else 3), 32)
+
+    def output_and_grads(packed: bool | None) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        model.zero_grad()
+        out, valid = _stream_output(model, inputs, packed)
+        (out[valid] * weights[valid]).sum().backward()
+        return out[valid].detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    dense, g_dense = output_and_grads(False)
+    packed, g_packed = output_and_grads(True)
+    torch.testing.assert_close(packed, dense, rtol=1e-5, atol=1e-6)
+    assert len(g_packed) == len(g_dense) > 10
+    for a, b in zip(g_packed, g_dense):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    default, _ = output_and_grads(None)
+    assert torch.equal(default, packed)  # 6 of 24 items are real: packed (same process, same path)
+    full = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    out, valid = _stream_output(model, full, None)
+    assert valid.all() and torch.equal(out, _stream_output(model, full, False)[0])  # all real: dense
+
+
 @pytest.mark.parametrize("cls", [TigerBackbone, DecoderBackbone])
 @pytest.mark.parametrize("history_tokens", ["codes", "items"])
 def test_step_is_batched_over_prefixes(cls, history_tokens: str) -> None:
@@ -181,3 +225,22 @@ def test_sibling_code_masks_by_hand() -> None:
     level0, level1 = sibling_code_masks(codes, (2, 3))
     assert level0.tolist() == [[False, False], [True, True], [True, True], [True, True]]
     assert level1.tolist() == [[False] * 3, [False, True, True], [False, True, True], [True, False, False]]
+
+
+def test_trierec_relative_bias_is_the_sum_of_its_four_tables_per_pair() -> None:
+    """The joint-table lookup gives, for every token pair, relation + distance + LCA depth + same-item."""
+    from recframe.models.generative.trierec import TrieRelativeBias
+
+    torch.manual_seed(5)
+    codes = torch.from_numpy(_codes())
+    nodes = item_token_nodes(torch.tensor([[0, 3, 5, 9], [1, 2, 3, 4]]), codes,
+                             torch.from_numpy(subtree_sizes(codes.numpy())))
+    bias = TrieRelativeBias(depth=3, n_heads=2)
+    for table in (bias.relation, bias.distance, bias.lca, bias.same_item):
+        torch.nn.init.normal_(table.weight)
+    lca, dist, rel, same = pair_relations(nodes, nodes)
+    expected = (bias.relation.weight[rel] + bias.distance.weight[dist.clamp(0, 6)]
+                + bias.lca.weight[lca.clamp(0, 3)] + bias.same_item.weight[same.long()]).permute(0, 3, 1, 2)
+    torch.testing.assert_close(bias(nodes, nodes), expected, rtol=1e-6, atol=1e-6)
+    bias(nodes, nodes).sum().backward()
+    assert int(bias.same_item.weight.grad.sum()) == 2 * 2 * 12 * 12  # every pair counted once per head

@@ -188,6 +188,41 @@ class SIDBackbone(nn.Module):
         return RowBlock(self.dim, self.n_heads, self.inner, self.dropout, attn_dropout=self.attn_dropout,
                         **kwargs)
 
+    def run_stream(self, blocks: Iterable[RowBlock], x: Tensor, valid: Tensor, mask: Tensor,
+                   bias: Tensor | None, *, packed: bool | None = None) -> tuple[Tensor, list[Tensor]]:
+        """Run self-attention ``blocks`` over a token stream ``x`` ``[B, S, D]`` (input dropout included).
+
+        ``valid`` ``[B, S]`` marks the real tokens, ``mask`` ``[B, S, S]`` (True = visible) must hide the
+        padding from every real token, ``bias`` is the add-ons' ``[B, 1, H, S, S]`` self-attention bias.
+        Returns the output ``[B, S, D]`` and each block's input (the first is the dropped-out ``x``).
+
+        ``packed=True`` runs every token-wise layer on the real tokens only (:meth:`RowBlock.forward_packed`)
+        and returns zeros at the padding; ``False`` runs the dense layout. Both are the same function on the
+        real tokens (a test checks values and gradients); dropout draws fewer masks when packed, so a
+        training run's random stream differs. ``None`` (default) packs when at least half of the tokens are
+        padding: Amazon's 5-core windows are ~13 % real, where a TIGER training step is about 1.4x faster;
+        ML-100K's windows stay dense (and its runs bit-identical to before).
+        """
+        if packed is None:
+            packed = 2 * int(valid.sum()) <= valid.numel()
+        inputs: list[Tensor] = []
+        self_mask = mask[:, None, None]
+        if not packed:
+            h = self.drop(x)[:, None]
+            for block in blocks:
+                inputs.append(h[:, 0])
+                h = block(h, self_mask=self_mask, self_bias=bias)
+            return h[:, 0], inputs
+
+        def dense(tokens: Tensor) -> Tensor:
+            return x.new_zeros(x.shape).index_put((valid,), tokens)
+
+        real = self.drop(x[valid])  # [P, D]
+        for block in blocks:
+            inputs.append(dense(real))
+            real = block.forward_packed(real, valid[:, None], self_mask=self_mask, self_bias=bias)
+        return dense(real), inputs
+
     # ------------------------------------------------------------ add-on hooks
     def addon_encoding(self, nodes: TokenNodes, token_emb: Tensor) -> Tensor | None:
         """Sum of the add-ons' input encodings (:meth:`GenerativeAddon.encode`), or ``None``."""

@@ -32,7 +32,11 @@ class DecoderBackbone(SIDBackbone):
         self.blocks = nn.ModuleList(self.block(self_sees_context=True) for _ in range(self.n_layers))
 
     # ------------------------------------------------------------------ history
-    def _stream(self, items: Tensor) -> tuple[Tensor, TokenNodes, Tensor, list[Tensor]]:
+    def _stream(self, items: Tensor, *,
+                packed: bool | None = None) -> tuple[Tensor, TokenNodes, Tensor, list[Tensor]]:
+        """Hidden states ``[B, S, D]`` of windows ``items`` ``[B, W]``, their nodes, the stream's mask and
+        each layer's input (``packed``: :meth:`SIDBackbone.run_stream`; padding rows are zero when packed,
+        and no real token attends to them)."""
         B, W = items.shape
         positions = torch.arange(W, device=items.device)[None].expand(B, W)
         x, nodes = self.embed_items(items, positions)
@@ -41,12 +45,8 @@ class DecoderBackbone(SIDBackbone):
             S, dtype=torch.bool, device=items.device
         )[None]
         bias = self.self_bias(nodes, nodes, B, 1)
-        x = self.drop(x)[:, None]
-        inputs = []
-        for block in self.blocks:
-            inputs.append(x[:, 0])
-            x = block(x, self_mask=mask[:, None, None], self_bias=bias)
-        return x[:, 0], nodes, mask, inputs
+        h, inputs = self.run_stream(self.blocks, x, nodes.valid, mask, bias, packed=packed)
+        return h, nodes, mask, inputs
 
     def context(self, history: Tensor) -> Context:
         """Each layer's history keys/values, the history's nodes and its last hidden state."""

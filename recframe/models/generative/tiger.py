@@ -39,7 +39,9 @@ class TigerBackbone(SIDBackbone):
         self.enc_norm = nn.LayerNorm(self.dim)
 
     # ------------------------------------------------------------------ encoder
-    def _encode(self, items: Tensor) -> tuple[Tensor, Tensor, TokenNodes]:
+    def _encode(self, items: Tensor, *, packed: bool | None = None) -> tuple[Tensor, Tensor, TokenNodes]:
+        """Encoder memory ``[B, W * per_item, D]`` of windows ``items`` ``[B, W]``, its real tokens and nodes
+        (``packed``: :meth:`SIDBackbone.run_stream`; padding rows of the memory are never attended to)."""
         B, W = items.shape
         positions = torch.arange(W, device=items.device)[None].expand(B, W)
         x, nodes = self.embed_items(items, positions)
@@ -47,11 +49,9 @@ class TigerBackbone(SIDBackbone):
         valid = nodes.valid
         mask = (item_of[None, :] <= item_of[:, None])[None] & valid[:, None, :]
         mask = mask | torch.eye(W * self.per_item, dtype=torch.bool, device=items.device)[None]
-        x = self.drop(x)[:, None]
         bias = self.self_bias(nodes, nodes, B, 1)
-        for block in self.encoder:
-            x = block(x, self_mask=mask[:, None, None], self_bias=bias)
-        return self.enc_norm(x[:, 0]), valid, nodes
+        h, _ = self.run_stream(self.encoder, x, valid, mask, bias, packed=packed)
+        return self.enc_norm(h), valid, nodes
 
     def context(self, history: Tensor) -> Context:
         """Encoder memory of histories ``[B, w]`` as each decoder layer's cross-attention keys/values."""
