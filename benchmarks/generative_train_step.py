@@ -1,5 +1,10 @@
-"""Training-step cost of the semantic-ID backbones on short-history data: compact target rows against the
-broadcast window (the decoder runs one row per target; ``compact`` decodes only the real targets).
+"""Training-step cost of the semantic-ID backbones on short-history data: the layouts that skip padding
+against the dense ones. Two switches, each the same function on the real tokens:
+
+* target rows: ``compact`` decodes only the real targets (the decoder runs one row per target), against the
+  broadcast window (every window position decoded, the padded ones dropped);
+* the history stream: ``packed`` runs the token-wise layers of TIGER's encoder and of the decoder-only
+  stream on the real history tokens only (``SIDBackbone.run_stream``), against the dense ``[B, S]`` layout.
 
 Run (after ``recframe data prepare amazon-beauty``)::
 
@@ -8,12 +13,15 @@ Run (after ``recframe data prepare amazon-beauty``)::
 
 Each arm is a real ``recframe fit`` on the config (``configs/amazon/tiger_beauty.yaml``; the decoder-only row
 is ``configs/amazon/decoder_collab_beauty.yaml`` with ``features: none``, i.e. attribute IDs, so that no
-SASRec table has to be trained first) for ``--steps`` optimiser steps, validation off, with the backbone's
-``loss(..., compact=...)`` pinned to one path; the first ``--warmup`` steps are not timed. Both paths are
-the same function (``tests/generative/test_backbones.py`` checks values and gradients). The seconds are the
-median over the timed steps of one training step (forward, backward, optimiser), at ``--threads`` threads
-on the CPU. Writes ``benchmarks/results/generative_train_step.{json,md}``: per backbone, both arms, the
-ratio, the share of real targets in the batches, and the device.
+SASRec table has to be trained first; the TrieRec row likewise) for ``--steps`` optimiser steps,
+validation off, with the backbone's ``loss(..., compact=...)`` and ``stream_packing`` pinned; the first
+``--warmup`` steps are not timed. Three arms per backbone: broadcast + dense stream (the baseline: the code
+before either switch), compact + dense stream, compact + packed stream (the default on these data). The
+paths are the same function (``tests/generative/test_backbones.py`` checks values and gradients). The
+seconds are the median over the timed steps of one training step (forward, backward, optimiser), at
+``--threads`` threads on the CPU, as wall time and as the process's CPU time (the machine may be shared).
+Writes ``benchmarks/results/generative_train_step.{json,md}``: per backbone, every arm, the ratios to the
+baseline, the share of real targets in the batches, and the device.
 """
 
 from __future__ import annotations
@@ -31,39 +39,49 @@ import torch
 from benchmarks.common import write_results
 
 ROOT = Path(__file__).resolve().parent.parent
+ATTRIBUTE_IDS = ["--model.init_args.features", "none"]
 ROWS = {
     "TIGER": ("configs/amazon/tiger_beauty.yaml", []),
-    "Decoder-only": ("configs/amazon/decoder_collab_beauty.yaml", ["--model.init_args.features", "none"]),
+    "TIGER + TrieRec": ("configs/amazon/tiger_collab_trierec_beauty.yaml", ATTRIBUTE_IDS),
+    "Decoder-only": ("configs/amazon/decoder_collab_beauty.yaml", ATTRIBUTE_IDS),
 }
+#: (compact target rows, packed stream) per arm; the first is the baseline
+ARMS = ((False, False), (True, False), (True, True))
 
 
 def _timer() -> Any:
     import lightning as L
 
     class StepTimer(L.Callback):
-        """Pins the backbone's loss to one path and times each training step."""
+        """Pins the backbone's loss and stream to one layout and times each training step."""
 
-        def __init__(self, compact: bool) -> None:
-            self.compact, self.seconds, self.real = compact, [], []
-            self._start = 0.0
+        def __init__(self, compact: bool, packed: bool) -> None:
+            self.compact, self.packed = compact, packed
+            self.seconds: list[float] = []
+            self.cpu_seconds: list[float] = []
+            self.real: list[float] = []
+            self._start = (0.0, 0.0)
 
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
             backbone = pl_module.backbone
             backbone.loss = functools.partial(type(backbone).loss, backbone, compact=self.compact)
+            backbone.stream_packing = self.packed
 
         def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
             self.real.append(float((batch["target"] > 0).float().mean()))
-            self._start = time.perf_counter()
+            self._start = (time.perf_counter(), time.process_time())
 
         def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                                batch_idx: int) -> None:
-            self.seconds.append(time.perf_counter() - self._start)
+            self.seconds.append(time.perf_counter() - self._start[0])
+            self.cpu_seconds.append(time.process_time() - self._start[1])
 
     return StepTimer
 
 
-def measure(row: str, compact: bool, args: argparse.Namespace) -> dict[str, Any]:
-    """One arm: ``--steps`` timed training steps of ``row`` with the loss pinned to ``compact``."""
+def measure(row: str, compact: bool, packed: bool, args: argparse.Namespace) -> dict[str, Any]:
+    """One arm: ``--steps`` timed training steps of ``row`` with the loss pinned to ``compact`` and the
+    history stream to ``packed``."""
     from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
     from recframe.cli import run_cli
@@ -77,26 +95,30 @@ def measure(row: str, compact: bool, args: argparse.Namespace) -> dict[str, Any]
     trainer, model, dm = cli.trainer, cli.model, cli.datamodule
     unwatched = (EarlyStopping, ModelCheckpoint)  # both watch val_ndcg, and validation is off
     trainer.callbacks[:] = [c for c in trainer.callbacks if not isinstance(c, unwatched)]
-    timer = _timer()(compact)
+    timer = _timer()(compact, packed)
     trainer.callbacks.append(timer)
     trainer.fit(model, dm)
     timed = timer.seconds[args.warmup:]
-    return {"row": row, "config": config, "overrides": extra, "compact": compact,
-            "s_per_step": statistics.median(timed), "steps": len(timed),
+    return {"row": row, "config": config, "overrides": extra, "compact": compact, "packed": packed,
+            "s_per_step": statistics.median(timed),
+            "cpu_s_per_step": statistics.median(timer.cpu_seconds[args.warmup:]), "steps": len(timed),
             "real_target_share": statistics.mean(timer.real), "batch_size": int(dm.batch_size),
             "window": int(dm.max_len), "device": str(trainer.strategy.root_device),
             "threads": torch.get_num_threads()}
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| backbone | broadcast s/step | compact s/step | speed-up | real targets | steps | device |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+    """Per backbone: each arm's wall and CPU seconds per step, and the speed-ups over the baseline arm."""
+    lines = ["| backbone | broadcast, dense stream s/step | compact, dense stream s/step | "
+             "compact, packed stream s/step | speed-up compact | speed-up compact + packed | real targets | "
+             "steps | device |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name in dict.fromkeys(r["row"] for r in rows):
-        arms = {r["compact"]: r for r in rows if r["row"] == name}
-        full, compact = arms[False], arms[True]
-        lines.append(f"| {name} | {full['s_per_step']:.3f} | {compact['s_per_step']:.3f} | "
-                     f"x{full['s_per_step'] / compact['s_per_step']:.2f} | {full['real_target_share']:.1%} | "
-                     f"{full['steps']} | {full['device']} |")
+        arms = {(r["compact"], r.get("packed", False)): r for r in rows if r["row"] == name}
+        base = arms[ARMS[0]]
+        cells = [f"{arms[a]['s_per_step']:.3f} ({arms[a]['cpu_s_per_step']:.3f} CPU)" for a in ARMS]
+        ratios = [f"x{base['cpu_s_per_step'] / arms[a]['cpu_s_per_step']:.2f}" for a in ARMS[1:]]
+        lines.append(f"| {name} | {' | '.join(cells)} | {' | '.join(ratios)} | "
+                     f"{base['real_target_share']:.1%} | {base['steps']} | {base['device']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -117,7 +139,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = parse(argv)
     torch.set_num_threads(args.threads)
-    rows = [measure(row, compact, args) for row in args.rows for compact in (False, True)]
+    rows = [measure(row, compact, packed, args) for row in args.rows for compact, packed in ARMS]
     table = markdown(rows)
     if not args.no_write:
         given = sys.argv[1:] if argv is None else argv

@@ -174,6 +174,9 @@ class SIDBackbone(nn.Module):
             nn.init.normal_(self.pos.weight, std=embedding_std)
             nn.init.normal_(self.level.weight, std=embedding_std)
         self.drop = nn.Dropout(dropout)
+        #: :meth:`run_stream`'s layout when a call does not say: None packs mostly padded batches, True/False
+        #: force it (``benchmarks/amazon_train_step.py`` times both)
+        self.stream_packing: bool | None = None
         self.final_norm = nn.LayerNorm(dim)
         self.n_heads = n_heads
         for addon in addons:  # here, so that the add-ons' parameters come at a fixed point of the init order
@@ -199,10 +202,13 @@ class SIDBackbone(nn.Module):
         ``packed=True`` runs every token-wise layer on the real tokens only (:meth:`RowBlock.forward_packed`)
         and returns zeros at the padding; ``False`` runs the dense layout. Both are the same function on the
         real tokens (a test checks values and gradients); dropout draws fewer masks when packed, so a
-        training run's random stream differs. ``None`` (default) packs when at least half of the tokens are
-        padding: Amazon's 5-core windows are ~13 % real, where a TIGER training step is about 1.4x faster;
-        ML-100K's windows stay dense (and its runs bit-identical to before).
+        training run's random stream differs. ``None`` (default) takes :attr:`stream_packing`, and when that is
+        ``None`` too, packs when at least half of the tokens are padding: Amazon's 5-core windows are ~13 %
+        real, where a training step is faster (``benchmarks/amazon_train_step.py``); ML-100K's windows stay
+        dense (and its runs bit-identical to before).
         """
+        if packed is None:
+            packed = self.stream_packing
         if packed is None:
             packed = 2 * int(valid.sum()) <= valid.numel()
         inputs: list[Tensor] = []
