@@ -1,5 +1,6 @@
-"""Training-step cost of the semantic-ID backbones on short-history data: the layouts that skip padding
-against the dense ones. Two switches, each the same function on the real tokens:
+"""Training-step cost on short-history data (Amazon windows): the layouts that skip padding against the
+dense ones, for the semantic-ID backbones and the sequential models. Two switches, each the same function on
+the real tokens:
 
 * target rows: ``compact`` decodes only the real targets (the decoder runs one row per target), against the
   broadcast window (every window position decoded, the padded ones dropped);
@@ -8,20 +9,26 @@ against the dense ones. Two switches, each the same function on the real tokens:
 
 Run (after ``recframe data prepare amazon-beauty``)::
 
-    python -m benchmarks.generative_train_step                                   # TIGER and decoder-only
+    python -m benchmarks.generative_train_step                   # every row (about 15 minutes at one thread)
     python -m benchmarks.generative_train_step --steps 10 --no-write
 
 Each arm is a real ``recframe fit`` on the config (``configs/amazon/tiger_beauty.yaml``; the decoder-only row
 is ``configs/amazon/decoder_collab_beauty.yaml`` with ``features: none``, i.e. attribute IDs, so that no
 SASRec table has to be trained first; the TrieRec row likewise) for ``--steps`` optimiser steps,
-validation off, with the backbone's ``loss(..., compact=...)`` and ``stream_packing`` pinned; the first
-``--warmup`` steps are not timed. Three arms per backbone: broadcast + dense stream (the baseline: the code
-before either switch), compact + dense stream, compact + packed stream (the default on these data). The
-paths are the same function (``tests/generative/test_backbones.py`` checks values and gradients). The
-seconds are the median over the timed steps of one training step (forward, backward, optimiser), at
-``--threads`` threads on the CPU, as wall time and as the process's CPU time (the machine may be shared).
+validation off, with the backbone's ``loss(..., compact=...)`` and the history layout
+(:func:`recframe.models.layers.pinned_packing`) pinned; the first ``--warmup`` steps are not timed.
+Three arms per backbone: broadcast + dense stream (the baseline: the code before either switch), compact +
+dense stream, compact + packed stream (the default on these data). The paths are the same function
+(``tests/generative/test_backbones.py`` and ``tests/models/test_layers_gqa.py`` check values and
+gradients). The seconds are the median over the timed steps of one training step (forward, backward,
+optimiser), at ``--threads`` threads on the CPU, as wall time and as the process's CPU time (the machine
+may be shared).
 Writes ``benchmarks/results/generative_train_step.{json,md}``: per backbone, every arm, the ratios to the
 baseline, the share of real targets in the batches, and the device.
+
+SASRec, BERT4Rec and FLASH (their Beauty configs) have no target-row layout; they share the sequence
+encoder (:func:`recframe.models.layers.encode_sequence`), which packs the same way. They run two arms:
+dense and packed.
 """
 
 from __future__ import annotations
@@ -44,31 +51,42 @@ ROWS = {
     "TIGER": ("configs/amazon/tiger_beauty.yaml", []),
     "TIGER + TrieRec": ("configs/amazon/tiger_collab_trierec_beauty.yaml", ATTRIBUTE_IDS),
     "Decoder-only": ("configs/amazon/decoder_collab_beauty.yaml", ATTRIBUTE_IDS),
+    "SASRec": ("configs/amazon/sasrec_beauty.yaml", []),
+    "BERT4Rec": ("configs/amazon/bert4rec_beauty.yaml", []),
+    "FLASH": ("configs/amazon/flash_beauty.yaml", []),
 }
-#: (compact target rows, packed stream) per arm; the first is the baseline
+#: rows whose loss has no target-row layout (the shared sequence encoder only): two arms
+SEQUENTIAL = {"SASRec", "BERT4Rec", "FLASH"}
+#: (compact target rows, packed stream) per arm, the first the baseline; None: the model has no such switch
 ARMS = ((False, False), (True, False), (True, True))
+SEQUENTIAL_ARMS = ((None, False), (None, True))
+
+
+def arms_of(row: str) -> tuple[tuple[bool | None, bool], ...]:
+    """The arms a row runs: three for a semantic-ID backbone, dense and packed for a sequential model."""
+    return SEQUENTIAL_ARMS if row in SEQUENTIAL else ARMS
 
 
 def _timer() -> Any:
     import lightning as L
 
     class StepTimer(L.Callback):
-        """Pins the backbone's loss and stream to one layout and times each training step."""
+        """Pins a semantic-ID backbone's loss to one target layout and times each training step."""
 
-        def __init__(self, compact: bool, packed: bool) -> None:
-            self.compact, self.packed = compact, packed
+        def __init__(self, compact: bool | None) -> None:
+            self.compact = compact
             self.seconds: list[float] = []
             self.cpu_seconds: list[float] = []
             self.real: list[float] = []
             self._start = (0.0, 0.0)
 
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-            backbone = pl_module.backbone
-            backbone.loss = functools.partial(type(backbone).loss, backbone, compact=self.compact)
-            backbone.stream_packing = self.packed
+            if self.compact is not None:
+                backbone = pl_module.backbone
+                backbone.loss = functools.partial(type(backbone).loss, backbone, compact=self.compact)
 
         def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
-            self.real.append(float((batch["target"] > 0).float().mean()))
+            self.real.append(float((batch["target" if "target" in batch else "input"] > 0).float().mean()))
             self._start = (time.perf_counter(), time.process_time())
 
         def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
@@ -79,12 +97,13 @@ def _timer() -> Any:
     return StepTimer
 
 
-def measure(row: str, compact: bool, packed: bool, args: argparse.Namespace) -> dict[str, Any]:
-    """One arm: ``--steps`` timed training steps of ``row`` with the loss pinned to ``compact`` and the
-    history stream to ``packed``."""
+def measure(row: str, compact: bool | None, packed: bool, args: argparse.Namespace) -> dict[str, Any]:
+    """One arm: ``--steps`` timed training steps of ``row`` with the loss pinned to ``compact`` (unless
+    ``None``) and every history encoder to ``packed`` (:func:`recframe.models.layers.pinned_packing`)."""
     from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
     from recframe.cli import run_cli
+    from recframe.models.layers import pinned_packing
 
     config, extra = ROWS[row]
     cli = run_cli(["--config", str(ROOT / config), "--seed_everything", str(args.seed),
@@ -95,9 +114,10 @@ def measure(row: str, compact: bool, packed: bool, args: argparse.Namespace) -> 
     trainer, model, dm = cli.trainer, cli.model, cli.datamodule
     unwatched = (EarlyStopping, ModelCheckpoint)  # both watch val_ndcg, and validation is off
     trainer.callbacks[:] = [c for c in trainer.callbacks if not isinstance(c, unwatched)]
-    timer = _timer()(compact, packed)
+    timer = _timer()(compact)
     trainer.callbacks.append(timer)
-    trainer.fit(model, dm)
+    with pinned_packing(packed):
+        trainer.fit(model, dm)
     timed = timer.seconds[args.warmup:]
     return {"row": row, "config": config, "overrides": extra, "compact": compact, "packed": packed,
             "s_per_step": statistics.median(timed),
@@ -108,15 +128,22 @@ def measure(row: str, compact: bool, packed: bool, args: argparse.Namespace) -> 
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    """Per backbone: each arm's wall and CPU seconds per step, and the speed-ups over the baseline arm."""
-    lines = ["| backbone | broadcast, dense stream s/step | compact, dense stream s/step | "
-             "compact, packed stream s/step | speed-up compact | speed-up compact + packed | real targets | "
-             "steps | device |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    """Per model: each arm's wall and CPU seconds per step, and the speed-ups over the baseline arm (CPU)."""
+    lines = ["| model | dense (broadcast rows, dense stream) s/step | compact rows, dense stream s/step | "
+             "compact rows, packed stream s/step | speed-up compact | speed-up compact + packed | "
+             "real targets | steps | device |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name in dict.fromkeys(r["row"] for r in rows):
         arms = {(r["compact"], r.get("packed", False)): r for r in rows if r["row"] == name}
-        base = arms[ARMS[0]]
-        cells = [f"{arms[a]['s_per_step']:.3f} ({arms[a]['cpu_s_per_step']:.3f} CPU)" for a in ARMS]
-        ratios = [f"x{base['cpu_s_per_step'] / arms[a]['cpu_s_per_step']:.2f}" for a in ARMS[1:]]
+        base = arms[arms_of(name)[0]]
+        if name in SEQUENTIAL:  # no target rows: dense | - | packed
+            packed = arms[SEQUENTIAL_ARMS[1]]
+            timed: list[dict[str, Any] | None] = [base, None, packed]
+            ratios = ["–", f"x{base['cpu_s_per_step'] / packed['cpu_s_per_step']:.2f}"]
+        else:
+            timed = [arms[a] for a in ARMS]
+            ratios = [f"x{base['cpu_s_per_step'] / arms[a]['cpu_s_per_step']:.2f}" for a in ARMS[1:]]
+        cells = ["–" if r is None else f"{r['s_per_step']:.3f} ({r['cpu_s_per_step']:.3f} CPU)"
+                 for r in timed]
         lines.append(f"| {name} | {' | '.join(cells)} | {' | '.join(ratios)} | "
                      f"{base['real_target_share']:.1%} | {base['steps']} | {base['device']} |")
     return "\n".join(lines) + "\n"
@@ -139,7 +166,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = parse(argv)
     torch.set_num_threads(args.threads)
-    rows = [measure(row, compact, packed, args) for row in args.rows for compact, packed in ARMS]
+    rows = [measure(row, compact, packed, args) for row in args.rows for compact, packed in arms_of(row)]
     table = markdown(rows)
     if not args.no_write:
         given = sys.argv[1:] if argv is None else argv

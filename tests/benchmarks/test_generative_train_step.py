@@ -23,6 +23,12 @@ def test_markdown_pairs_the_arms_of_each_backbone_against_the_dense_baseline() -
                         "x1.50 | x2.00 | 12.5% | 7 | cpu |")
 
 
+def test_markdown_gives_a_sequential_model_its_dense_and_packed_arms() -> None:
+    rows = [_arm("SASRec", None, False, 1.2), _arm("SASRec", None, True, 0.4)]
+    lines = markdown(rows).splitlines()
+    assert lines[2] == "| SASRec | 1.800 (1.200 CPU) | – | 0.600 (0.400 CPU) | – | x3.00 | 12.5% | 7 | cpu |"
+
+
 def test_parse_refuses_a_step_budget_below_one(capsys) -> None:
     with pytest.raises(SystemExit):
         parse(["--steps", "0"])

@@ -123,3 +123,46 @@ def test_sasrec_takes_n_kv_heads_and_shrinks_only_the_key_value_projection() -> 
     assert dict(gqa.named_parameters())["blocks.0.attn.qkv.weight"].shape == (16 + 2 * 4, 16)
     items = torch.randint(1, 31, (3, 7))
     assert gqa.encode(items).shape == (3, 7, 16)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("n_kv_heads", [None, 1])
+def test_packed_encoder_equals_the_dense_one_on_real_tokens_and_last_positions(
+        causal: bool, n_kv_heads: int | None) -> None:
+    """``encode_sequence(packed=True)`` runs the token-wise layers on the real tokens (and each row's last
+    position) only: the dense encoder's values and gradients there, zeros at the other padding; the
+    default packs a mostly padded batch and keeps a mostly real one dense."""
+    from torch import nn
+
+    from recframe.models.layers import TransformerBlock, encode_sequence
+
+    torch.manual_seed(6)
+    dim, window = 16, 8
+    blocks = nn.ModuleList(TransformerBlock(dim, 4, 32, 0.0, 0.0, n_kv_heads=n_kv_heads) for _ in range(2))
+    pos, norm, emb = nn.Embedding(window, dim), nn.LayerNorm(dim), nn.Embedding(30, dim, padding_idx=0)
+    items = torch.tensor([[0, 0, 0, 0, 0, 0, 3, 5], [0, 0, 0, 0, 1, 2, 3, 4], [0, 0, 0, 0, 0, 0, 0, 9],
+                          [0, 0, 0, 0, 0, 0, 0, 0]])
+    keep = items > 0
+    keep[:, -1] = True
+    weights = torch.randn(4, window, dim)
+    params = [*blocks.parameters(), *pos.parameters(), *norm.parameters(), *emb.parameters()]
+
+    def output_and_grads(packed: bool | None) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        for p in params:
+            p.grad = None
+        out = encode_sequence(emb(items), items, pos, nn.Identity(), blocks, norm, causal=causal,
+                              packed=packed)
+        (out[keep] * weights[keep]).sum().backward()
+        return out.detach(), [p.grad.clone() for p in params]
+
+    dense, g_dense = output_and_grads(False)
+    packed, g_packed = output_and_grads(True)
+    torch.testing.assert_close(packed[keep], dense[keep], rtol=1e-5, atol=1e-6)
+    assert torch.equal(packed[~keep], torch.zeros_like(packed[~keep]))
+    for a, b in zip(g_packed, g_dense):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert torch.equal(output_and_grads(None)[0], packed)  # 7 of 32 tokens real: packed (same process)
+    full = torch.arange(1, window + 1)[None]
+    assert torch.equal(encode_sequence(emb(full), full, pos, nn.Identity(), blocks, norm, causal=causal),
+                       encode_sequence(emb(full), full, pos, nn.Identity(), blocks, norm, causal=causal,
+                                       packed=False))  # all real: dense

@@ -54,6 +54,7 @@ from recframe.models.generative.structure import (
     prefix_token_nodes,
     subtree_sizes,
 )
+from recframe.models.layers import packed_tokens
 
 
 @dataclass
@@ -174,9 +175,6 @@ class SIDBackbone(nn.Module):
             nn.init.normal_(self.pos.weight, std=embedding_std)
             nn.init.normal_(self.level.weight, std=embedding_std)
         self.drop = nn.Dropout(dropout)
-        #: :meth:`run_stream`'s layout when a call does not say: None packs mostly padded batches, True/False
-        #: force it (``benchmarks/amazon_train_step.py`` times both)
-        self.stream_packing: bool | None = None
         self.final_norm = nn.LayerNorm(dim)
         self.n_heads = n_heads
         for addon in addons:  # here, so that the add-ons' parameters come at a fixed point of the init order
@@ -199,21 +197,19 @@ class SIDBackbone(nn.Module):
         padding from every real token, ``bias`` is the add-ons' ``[B, 1, H, S, S]`` self-attention bias.
         Returns the output ``[B, S, D]`` and each block's input (the first is the dropped-out ``x``).
 
-        ``packed=True`` runs every token-wise layer on the real tokens only (:meth:`RowBlock.forward_packed`)
-        and returns zeros at the padding; ``False`` runs the dense layout. Both are the same function on the
-        real tokens (a test checks values and gradients); dropout draws fewer masks when packed, so a
-        training run's random stream differs. ``None`` (default) takes :attr:`stream_packing`, and when that is
-        ``None`` too, packs when at least half of the tokens are padding: Amazon's 5-core windows are ~13 %
-        real, where a training step is faster (``benchmarks/amazon_train_step.py``); ML-100K's windows stay
-        dense (and its runs bit-identical to before).
+        ``packed=True`` runs every token-wise layer on the real tokens (and the last position) only
+        (:meth:`RowBlock.forward_packed`, :func:`recframe.models.layers.packed_tokens`) and returns zeros at
+        the other padding; ``False`` runs the dense layout. Both are the same function on the real tokens (a
+        test checks values and gradients); dropout draws fewer masks when packed, so a training run's random
+        stream differs. ``None`` (default) follows :func:`~recframe.models.layers.packed_tokens` (a pinned
+        layout, else packed when at least half of the tokens are padding): Amazon's 5-core windows are ~13 %
+        real, where a training step is 1.4-1.5x faster (``benchmarks/generative_train_step.py``);
+        ML-100K's windows stay dense (and its runs bit-identical to before).
         """
-        if packed is None:
-            packed = self.stream_packing
-        if packed is None:
-            packed = 2 * int(valid.sum()) <= valid.numel()
+        keep = packed_tokens(valid, packed)
         inputs: list[Tensor] = []
         self_mask = mask[:, None, None]
-        if not packed:
+        if keep is None:
             h = self.drop(x)[:, None]
             for block in blocks:
                 inputs.append(h[:, 0])
@@ -221,12 +217,12 @@ class SIDBackbone(nn.Module):
             return h[:, 0], inputs
 
         def dense(tokens: Tensor) -> Tensor:
-            return x.new_zeros(x.shape).index_put((valid,), tokens)
+            return x.new_zeros(x.shape).index_put((keep,), tokens)
 
-        real = self.drop(x[valid])  # [P, D]
+        real = self.drop(x[keep])  # [P, D]
         for block in blocks:
             inputs.append(dense(real))
-            real = block.forward_packed(real, valid[:, None], self_mask=self_mask, self_bias=bias)
+            real = block.forward_packed(real, keep[:, None], self_mask=self_mask, self_bias=bias)
         return dense(real), inputs
 
     # ------------------------------------------------------------ add-on hooks
