@@ -137,8 +137,23 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         B, L, D = x.shape
+        return self.out(self._heads(self.qkv(x), mask).transpose(1, 2).reshape(B, L, D))
+
+    def forward_packed(self, x: Tensor, keep: Tensor, mask: Tensor) -> Tensor:
+        """:meth:`forward` of the tokens ``keep`` (bool ``[B, L]``) marks, given packed as ``x`` ``[P, D]``;
+        returns ``[P, D]``. The projections run on those tokens only; the attention runs in the ``[B, L]``
+        layout, where the other tokens have zero queries, keys and values, which ``mask`` must hide from every
+        kept token (padding). For the kept tokens it is :meth:`forward`'s function."""
+        B, L = keep.shape
+        qkv = self.qkv(x)
+        dense = qkv.new_zeros(B, L, qkv.shape[-1]).index_put((keep,), qkv)
+        return self.out(self._heads(dense, mask).transpose(1, 2)[keep].reshape(-1, x.shape[-1]))
+
+    def _heads(self, qkv: Tensor, mask: Tensor) -> Tensor:
+        """Per-head outputs ``[B, H, L, d_h]`` (after the head probe's hook) of projections ``[B, L, .]``."""
+        B, L, _ = qkv.shape
         kv = self.n_kv_heads * self.head_dim
-        q, k, v = self.qkv(x).split([D, kv, kv], dim=-1)
+        q, k, v = qkv.split([self.n_heads * self.head_dim, kv, kv], dim=-1)
         q = q.view(B, L, self.n_heads, self.head_dim).transpose(1, 2)
         k, v = (t.view(B, L, self.n_kv_heads, self.head_dim).transpose(1, 2) for t in (k, v))
         if self.n_kv_heads != self.n_heads:  # each key/value head serves a group of consecutive query heads
@@ -148,28 +163,7 @@ class CausalSelfAttention(nn.Module):
                                                dropout_p=self.dropout if self.training else 0.0)
         if self.head_hook is not None:
             heads = self.head_hook(self, heads)
-        return self.out(heads.transpose(1, 2).reshape(B, L, D))
-
-    def forward_packed(self, x: Tensor, keep: Tensor, mask: Tensor) -> Tensor:
-        """:meth:`forward` of the tokens ``keep`` (bool ``[B, L]``) marks, given packed as ``x`` ``[P, D]``;
-        returns ``[P, D]``. The projections run on those tokens only; the attention runs in the ``[B, L]``
-        layout, where the other tokens have zero queries, keys and values, which ``mask`` must hide from every
-        kept token (padding). For the kept tokens it is :meth:`forward`'s function."""
-        B, L = keep.shape
-        D = x.shape[-1]
-        kv = self.n_kv_heads * self.head_dim
-        qkv = x.new_zeros(B, L, D + 2 * kv).index_put((keep,), self.qkv(x))
-        q, k, v = qkv.split([D, kv, kv], dim=-1)
-        q = q.view(B, L, self.n_heads, self.head_dim).transpose(1, 2)
-        k, v = (t.view(B, L, self.n_kv_heads, self.head_dim).transpose(1, 2) for t in (k, v))
-        if self.n_kv_heads != self.n_heads:
-            group = self.n_heads // self.n_kv_heads
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                               dropout_p=self.dropout if self.training else 0.0)
-        if self.head_hook is not None:
-            heads = self.head_hook(self, heads)
-        return self.out(heads.transpose(1, 2)[keep].reshape(-1, D))
+        return heads
 
 
 class TransformerBlock(nn.Module):

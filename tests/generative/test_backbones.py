@@ -81,17 +81,37 @@ def test_teacher_forced_loss_equals_stepwise_scoring(cls, trierec: bool, history
     torch.testing.assert_close(-logp, per_row, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("cls, history_tokens", [(TigerBackbone, "codes"), (TigerBackbone, "items"),
-                                                 (DecoderBackbone, "items")])
-def test_compact_loss_equals_the_broadcast_loss_in_value_and_gradient(cls, history_tokens: str) -> None:
-    """Decoding only the real targets (``compact=True``) is the same function as decoding every window
-    position and dropping the padded ones; the default compacts a mostly padded batch."""
-    torch.manual_seed(3)
+def _trierec_model(cls: type, history_tokens: str, seed: int) -> TigerBackbone | DecoderBackbone:
+    """A small backbone with TrieRec whose (zero-initialised) tables get random values, so tests exercise
+    them; no dropout."""
+    torch.manual_seed(seed)
     model = cls(_codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6,
                 addons=[TrieRec()], history_tokens=history_tokens)
     with torch.no_grad():
         for p in model.addons.parameters():
             torch.nn.init.normal_(p, std=0.5)
+    return model
+
+
+ValueAndGrads = tuple[torch.Tensor, list[torch.Tensor]]
+
+
+def _same_value_and_gradients(reference: ValueAndGrads, other: ValueAndGrads) -> tuple[torch.Tensor, torch.Tensor]:
+    """Assert two (value, gradients) pairs of one function computed two ways agree; return both values."""
+    (value, grads), (other_value, other_grads) = reference, other
+    torch.testing.assert_close(other_value, value, rtol=1e-5, atol=1e-6)
+    assert len(other_grads) == len(grads) > 10
+    for a, b in zip(other_grads, grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    return value, other_value
+
+
+@pytest.mark.parametrize("cls, history_tokens", [(TigerBackbone, "codes"), (TigerBackbone, "items"),
+                                                 (DecoderBackbone, "items")])
+def test_compact_loss_equals_the_broadcast_loss_in_value_and_gradient(cls, history_tokens: str) -> None:
+    """Decoding only the real targets (``compact=True``) is the same function as decoding every window
+    position and dropping the padded ones; the default compacts a mostly padded batch."""
+    model = _trierec_model(cls, history_tokens, seed=3)
     inputs = torch.tensor([[0, 0, 0, 0, 3, 5], [0, 0, 0, 1, 2, 3], [0, 0, 0, 0, 0, 4]])
     targets = torch.tensor([[0, 0, 0, 0, 5, 7], [0, 0, 0, 2, 3, 4], [0, 0, 0, 0, 0, 9]])
 
@@ -101,13 +121,8 @@ def test_compact_loss_equals_the_broadcast_loss_in_value_and_gradient(cls, histo
         loss.backward()
         return loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
-    broadcast, g_broadcast = value_and_grads(False)
-    compact, g_compact = value_and_grads(True)
+    broadcast, compact = _same_value_and_gradients(value_and_grads(False), value_and_grads(True))
     default, _ = value_and_grads(None)
-    torch.testing.assert_close(compact, broadcast, rtol=1e-5, atol=1e-6)
-    assert len(g_compact) == len(g_broadcast) > 10
-    for a, b in zip(g_compact, g_broadcast):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
     assert default == compact  # 6 of 18 positions are real: the default compacts (same process, same path)
 
 
@@ -127,12 +142,7 @@ def test_packed_stream_equals_the_dense_one_on_real_tokens(cls, history_tokens: 
     """Running the stream's token-wise layers on the real tokens only (``run_stream(packed=True)``) is the
     dense stream's function on them, in value and gradient; the default packs a mostly padded batch and
     keeps a mostly real one dense."""
-    torch.manual_seed(4)
-    model = cls(_codes(), (4, 4, 5), dim=32, n_layers=2, n_heads=2, inner=64, dropout=0.0, window=6,
-                addons=[TrieRec()], history_tokens=history_tokens)
-    with torch.no_grad():
-        for p in model.addons.parameters():
-            torch.nn.init.normal_(p, std=0.5)
+    model = _trierec_model(cls, history_tokens, seed=4)
     inputs = torch.tensor([[0, 0, 0, 0, 3, 5], [0, 0, 0, 1, 2, 3], [0, 0, 0, 0, 0, 4], [0, 0, 0, 0, 0, 0]])
     weights = torch.randn(4, 6 * (1 if history_tokens == "items" else 3), 32)
 
@@ -142,12 +152,7 @@ def test_packed_stream_equals_the_dense_one_on_real_tokens(cls, history_tokens: 
         (out[valid] * weights[valid]).sum().backward()
         return out[valid].detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
-    dense, g_dense = output_and_grads(False)
-    packed, g_packed = output_and_grads(True)
-    torch.testing.assert_close(packed, dense, rtol=1e-5, atol=1e-6)
-    assert len(g_packed) == len(g_dense) > 10
-    for a, b in zip(g_packed, g_dense):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    dense, packed = _same_value_and_gradients(output_and_grads(False), output_and_grads(True))
     default, _ = output_and_grads(None)
     assert torch.equal(default, packed)  # 6 of 24 items are real: packed (same process, same path)
     full = torch.tensor([[1, 2, 3, 4, 5, 6]])
