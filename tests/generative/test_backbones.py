@@ -96,7 +96,8 @@ def _trierec_model(cls: type, history_tokens: str, seed: int) -> TigerBackbone |
 ValueAndGrads = tuple[torch.Tensor, list[torch.Tensor]]
 
 
-def _same_value_and_gradients(reference: ValueAndGrads, other: ValueAndGrads) -> tuple[torch.Tensor, torch.Tensor]:
+def _same_value_and_gradients(reference: ValueAndGrads,
+                              other: ValueAndGrads) -> tuple[torch.Tensor, torch.Tensor]:
     """Assert two (value, gradients) pairs of one function computed two ways agree; return both values."""
     (value, grads), (other_value, other_grads) = reference, other
     torch.testing.assert_close(other_value, value, rtol=1e-5, atol=1e-6)
