@@ -33,8 +33,8 @@ def fit_and_test(
     ``train_seconds`` then covers this process alone.
 
     Returns the train wall time, epochs run, the best checkpoint's epoch, the
-    seed, the data fingerprint and the ``valid``/``test`` metric dicts (keys
-    like ``ndcg@10``).
+    seed, the data fingerprint, the code that finished the run (:func:`code_version`) and the
+    ``valid``/``test`` metric dicts (keys like ``ndcg@10``).
     """
     from recframe.cli import run_cli
 
@@ -68,6 +68,7 @@ def fit_and_test(
         "train_seconds": round(train_s, 1),
         "train_seconds_complete": not ckpt_path or carried_s > 0,
         "resumed_from": _shown(ckpt_path) if ckpt_path else None,
+        "code": code_version(),
         "epochs": trainer.current_epoch,
         "best_checkpoint_epoch": _epoch_of(best),
         "best_checkpoint": best,
@@ -78,6 +79,29 @@ def fit_and_test(
         "test": {k[len("test/"):]: v for k, v in test.items() if k.startswith("test/")},
         **extra_results,
     }
+
+
+def code_version(root: str | Path | None = None) -> dict[str, Any] | None:
+    """The git commit (``commit``, short) of the checkout recframe runs from and whether its tracked files
+    had uncommitted changes (``dirty``), or ``None`` outside a git checkout (an installed wheel) or without
+    git. A run record carries it, so a number can be traced to the code that produced it; a run resumed
+    across commits records the code that finished it (its ``resumed_from`` says it was resumed)."""
+    import subprocess
+
+    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if not commit:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
 def device_name(device: Any) -> str:

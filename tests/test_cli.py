@@ -200,3 +200,18 @@ def test_subcommand_configs_load_with_their_own_loader(config: str) -> None:
     import importlib
 
     assert importlib.import_module(OWN_LOADERS[config]).load_config(SMOKE.parent / config) is not None
+
+
+def test_code_version_names_the_checkout_commit_and_is_none_outside_git(tmp_path: Path) -> None:
+    import subprocess
+
+    from recframe.runs import code_version
+
+    root = Path(__file__).resolve().parent.parent
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("the tests do not run from a git checkout")
+    version = code_version()
+    assert version is not None and head.stdout.startswith(version["commit"]) and len(version["commit"]) == 12
+    assert isinstance(version["dirty"], bool)
+    assert code_version(tmp_path) is None  # not a checkout
