@@ -84,11 +84,10 @@ def packed_tokens(valid: Tensor, packed: bool | None = None) -> Tensor | None:
 
     ``packed=None`` (default) takes the layout :func:`pinned_packing` pins, and otherwise packs when at least
     half of the tokens are padding (Amazon's 5-core histories fill ~13 % of a 50-item window; ML-100K's fill
-    most of theirs and stay dense, unchanged). The last
-    position is always kept so that a row with no real token still gets the dense encoder's output there
-    (its padding token attending to itself), which is what a model reads as the sequence's state. Every
-    other padding token is dropped: no kept token attends to it (:func:`sequence_attention_mask`), and its
-    output is zero instead of a value nothing reads.
+    70-83 % of theirs and stay dense). The last position is always kept so that a row with no real token
+    still gets the dense encoder's output there (its padding token attending to itself), which is what a
+    model reads as the sequence's state. Every other padding token is dropped: no kept token attends to it
+    (:func:`sequence_attention_mask`), and its output is zero instead of a value nothing reads.
     """
     if packed is None:
         packed = _PINNED_PACKING[0]

@@ -190,12 +190,14 @@ class SIDBackbone(nn.Module):
                         **kwargs)
 
     def run_stream(self, blocks: Iterable[RowBlock], x: Tensor, valid: Tensor, mask: Tensor,
-                   bias: Tensor | None, *, packed: bool | None = None) -> tuple[Tensor, list[Tensor]]:
+                   bias: Tensor | None, *, packed: bool | None = None,
+                   with_inputs: bool = False) -> tuple[Tensor, list[Tensor]]:
         """Run self-attention ``blocks`` over a token stream ``x`` ``[B, S, D]`` (input dropout included).
 
         ``valid`` ``[B, S]`` marks the real tokens, ``mask`` ``[B, S, S]`` (True = visible) must hide the
         padding from every real token, ``bias`` is the add-ons' ``[B, 1, H, S, S]`` self-attention bias.
-        Returns the output ``[B, S, D]`` and each block's input (the first is the dropped-out ``x``).
+        Returns the output ``[B, S, D]`` and, with ``with_inputs``, each block's input ``[B, S, D]`` (the
+        first is the dropped-out ``x``; a decoder-only model caches their keys/values), else an empty list.
 
         ``packed=True`` runs every token-wise layer on the real tokens (and the last position) only
         (:meth:`RowBlock.forward_packed`, :func:`recframe.models.layers.packed_tokens`) and returns zeros at
@@ -204,7 +206,7 @@ class SIDBackbone(nn.Module):
         stream differs. ``None`` (default) follows :func:`~recframe.models.layers.packed_tokens` (a pinned
         layout, else packed when at least half of the tokens are padding): Amazon's 5-core windows are ~13 %
         real, where a training step is 1.4-1.5x faster (``benchmarks/generative_train_step.py``);
-        ML-100K's windows stay dense (and its runs bit-identical to before).
+        ML-100K's windows stay dense.
         """
         keep = packed_tokens(valid, packed)
         inputs: list[Tensor] = []
@@ -212,7 +214,8 @@ class SIDBackbone(nn.Module):
         if keep is None:
             h = self.drop(x)[:, None]
             for block in blocks:
-                inputs.append(h[:, 0])
+                if with_inputs:
+                    inputs.append(h[:, 0])
                 h = block(h, self_mask=self_mask, self_bias=bias)
             return h[:, 0], inputs
 
@@ -221,7 +224,8 @@ class SIDBackbone(nn.Module):
 
         real = self.drop(x[keep])  # [P, D]
         for block in blocks:
-            inputs.append(dense(real))
+            if with_inputs:  # scattered back only when a caller reads them
+                inputs.append(dense(real))
             real = block.forward_packed(real, keep[:, None], self_mask=self_mask, self_bias=bias)
         return dense(real), inputs
 

@@ -45,7 +45,7 @@ class DecoderBackbone(SIDBackbone):
             S, dtype=torch.bool, device=items.device
         )[None]
         bias = self.self_bias(nodes, nodes, B, 1)
-        h, inputs = self.run_stream(self.blocks, x, nodes.valid, mask, bias, packed=packed)
+        h, inputs = self.run_stream(self.blocks, x, nodes.valid, mask, bias, packed=packed, with_inputs=True)
         return h, nodes, mask, inputs
 
     def context(self, history: Tensor) -> Context:
