@@ -67,6 +67,10 @@ ROWS: dict[str, Row] = {
                                      generative=True),
     "TIGER (collaborative IDs) + TrieRec": Row("tiger_collab_trierec", tokenizer_seed=True,
                                                collaborative_seed=True, generative=True),
+    # TrieRec with nothing else changed (the row above also takes TrieRec's own width 128 and lr 0.002)
+    "TIGER (collaborative IDs) + TrieRec, TIGER's settings": Row("tiger_collab_trierec_same",
+                                                                 tokenizer_seed=True,
+                                                                 collaborative_seed=True, generative=True),
     "TIGER (collaborative IDs) + R-GRec": Row("tiger_collab_rgrec", tokenizer_seed=True,
                                               collaborative_seed=True, generative=True),
     "Decoder-only (collaborative IDs)": Row("decoder_collab", tokenizer_seed=True, collaborative_seed=True,
@@ -81,6 +85,7 @@ ROWS: dict[str, Row] = {
 PAIRS: list[tuple[str, str]] = [
     ("SASRec", "SASRec (sampled softmax, logQ)"),
     ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + TrieRec"),
+    ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + TrieRec, TIGER's settings"),
     ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + R-GRec"),
     ("TIGER (attribute IDs)", "FLASH"),
     ("TIGER (attribute IDs)", "TIGER (collaborative IDs)"),

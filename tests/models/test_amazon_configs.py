@@ -37,8 +37,8 @@ def test_config_validates_against_the_schema(config: str, capsys) -> None:
 
 
 # ---------------------------------------------------------------- the generative rows (issue 34 item 3)
-GENERATIVE = ("tiger", "tiger_collab", "tiger_collab_trierec", "tiger_collab_rgrec", "decoder_collab",
-              "flash", "flash_collab")
+GENERATIVE = ("tiger", "tiger_collab", "tiger_collab_trierec", "tiger_collab_trierec_same",
+              "tiger_collab_rgrec", "decoder_collab", "flash", "flash_collab")
 DATASETS = ("beauty", "sports", "toys")
 
 
@@ -70,7 +70,8 @@ def test_generative_config_ids_addons_and_validation(stem: str, dataset: str) ->
     else:  # attribute IDs: the multi-hot metadata features (no item text exists on these data)
         assert init["features"] == "none"
     addons = [a["class_path"].rsplit(".", 1)[1] for a in init.get("addons") or []]
-    assert addons == {"tiger_collab_trierec": ["TrieRec"], "tiger_collab_rgrec": ["RGRec"]}.get(stem, [])
+    assert addons == {"tiger_collab_trierec": ["TrieRec"], "tiger_collab_trierec_same": ["TrieRec"],
+                      "tiger_collab_rgrec": ["RGRec"]}.get(stem, [])
     if stem.startswith("flash"):
         assert init["tokenizer"]["class_path"].endswith("SimHashTokenizer")
     else:  # every validation user ranked by beam search; the test is exact
@@ -80,9 +81,19 @@ def test_generative_config_ids_addons_and_validation(stem: str, dataset: str) ->
 
 @pytest.mark.parametrize("dataset", DATASETS)
 def test_add_on_rows_share_the_backbone_where_the_comment_says_so(dataset: str) -> None:
-    base, rgrec = _init(f"tiger_collab_{dataset}.yaml"), _init(f"tiger_collab_rgrec_{dataset}.yaml")
-    # R-GRec on/off differs by the add-on only
-    assert {k: v for k, v in rgrec.items() if k != "addons"} == base
+    base = _init(f"tiger_collab_{dataset}.yaml")
+    # R-GRec on/off, and TrieRec on/off at TIGER's settings, differ by the add-on only
+    for stem in ("tiger_collab_rgrec", "tiger_collab_trierec_same"):
+        assert {k: v for k, v in _init(f"{stem}_{dataset}.yaml").items() if k != "addons"} == base
+    whole = [yaml.safe_load((AMAZON / f"{stem}_{dataset}.yaml").read_text())
+             for stem in ("tiger_collab", "tiger_collab_trierec_same")]
+    for config in whole:
+        config["model"]["init_args"].pop("addons", None)
+        config["trainer"].pop("logger")
+    assert whole[0] == whole[1]
+    # the TrieRec row at its own ML-100K-tuned settings differs in width and learning rate too
+    own = _init(f"tiger_collab_trierec_{dataset}.yaml")
+    assert {k for k in base if own.get(k) != base[k]} == {"dim", "inner", "lr"}
     sasrec = yaml.safe_load((AMAZON / f"sasrec_{dataset}.yaml").read_text())
     flash = _init(f"flash_{dataset}.yaml")
     # FLASH takes SASRec's transformer recipe on the same data
