@@ -7,7 +7,7 @@ prefix, what is the next code?". The tensors are therefore shaped
 tokens per row. Each row attends causally to its own tokens and, optionally, to
 a per-user context (the encoder memory, or the cached history of a decoder-only
 model) that is shared by the user's ``N`` rows and never copied ``N`` times:
-the context scores are one ``einsum`` against ``[B, K, D]`` keys.
+the context scores are one matmul of the user's rows, side by side, against its ``[B, K, D]`` keys.
 
 Heads are reached through the head probe (:mod:`recframe.heads`), which presents the
 per-head outputs ``[B, N, H, q, d_h]`` as ``[B * N, H, q, d_h]``; its internal hook point
@@ -58,7 +58,8 @@ class RowAttention(nn.Module):
     def context_kv(self, context: Tensor) -> tuple[Tensor, Tensor]:
         """Keys and values ``[B, K, H, d_h]`` of a context ``[B, K, D]`` (cache them across calls)."""
         B, K, _ = context.shape
-        k, v = self.kv(context).view(B, K, 2, self.n_heads, self.head_dim).unbind(2)
+        kv = self.kv(context).view(B, K, 2, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4).contiguous()
+        k, v = kv.transpose(2, 3).unbind(0)  # stored heads-first ([B, H, K, d_h]), as the matmuls read it
         return k, v
 
     def forward(
@@ -112,41 +113,53 @@ class RowAttention(nn.Module):
         ``[B, N, q, 2D]``."""
         B, N, q, D = queries.shape
         H, dh = self.n_heads, self.head_dim
-        Q = queries.view(B, N, q, H, dh) / dh**0.5
+        Q = (queries.view(B, N, q, H, dh) / dh**0.5).transpose(2, 3)  # [B, N, H, q, dh]
         logits, values = [], []
         if self_kv is not None:
             k, v = self_kv.view(B, N, q, 2, H, dh).unbind(3)
-            s = torch.einsum("bnqhd,bnkhd->bnhqk", Q, k)
+            s = Q @ k.permute(0, 1, 3, 4, 2)  # [B, N, H, q, q]
             if self_bias is not None:
                 s = s + self_bias
             if self_mask is not None:
                 s = s.masked_fill(~self_mask, float("-inf"))
             logits.append(s)
-            values.append(("self", v))
+            values.append(v.transpose(2, 3))  # [B, N, H, q, dh]
         if self.attend_context and context_kv is None and not self.attend_self:
             raise ValueError("a cross-attention needs context_kv (the encoder memory)")
         if self.attend_context and context_kv is not None:
-            ck, cv = context_kv
-            s = torch.einsum("bnqhd,bkhd->bnhqk", Q, ck)
+            ck, cv = context_kv  # [B, K, H, dh]: one per user, shared by its N rows (never copied N times)
+            s = _rows_of(_folded(Q) @ ck.permute(0, 2, 3, 1), N)  # [B, N, H, q, K]
             if context_bias is not None:
                 s = s + context_bias
             if context_mask is not None:
                 s = s.masked_fill(~context_mask, float("-inf"))
             logits.append(s)
-            values.append(("context", cv))
+            values.append(cv.transpose(1, 2))  # [B, H, K, dh]
         probs = torch.softmax(torch.cat(logits, -1), dim=-1).nan_to_num(0.0)
         if self.dropout > 0:
             probs = F.dropout(probs, self.dropout, self.training)
         heads, start = 0, 0
-        for (kind, v), s in zip(values, logits):
+        for v, s in zip(values, logits):
             width = s.shape[-1]
             p = probs[..., start : start + width]
             start += width
-            eq = "bnhqk,bnkhd->bnhqd" if kind == "self" else "bnhqk,bkhd->bnhqd"
-            heads = heads + torch.einsum(eq, p, v)
+            heads = heads + (p @ v if v.dim() == 5 else _rows_of(_folded(p) @ v, N))  # [B, N, H, q, dh]
         if self.head_hook is not None:
             heads = self.head_hook(self, heads)
         return heads.permute(0, 1, 3, 2, 4).reshape(B, N, q, D)
+
+
+def _folded(rows: Tensor) -> Tensor:
+    """``[B, N, H, q, X]`` → ``[B, H, N * q, X]``: a user's rows side by side, for one matmul against its
+    shared context (``[B, H, ., .]``); :func:`_rows_of` undoes it."""
+    B, N, H, q, X = rows.shape
+    return rows.transpose(1, 2).reshape(B, H, N * q, X)
+
+
+def _rows_of(folded: Tensor, n_rows: int) -> Tensor:
+    """``[B, H, N * q, X]`` → ``[B, N, H, q, X]`` (the inverse of :func:`_folded`)."""
+    B, H, Nq, X = folded.shape
+    return folded.view(B, H, n_rows, Nq // n_rows, X).transpose(1, 2)
 
 
 class RowBlock(nn.Module):
