@@ -98,7 +98,10 @@ class TrieRelativeBias(nn.Module):
         joint = (self.relation.weight[:, None, None, None] + self.distance.weight[None, :, None, None]
                  + self.lca.weight[None, None, :, None] + self.same_item.weight[None, None, None, :])
         index = ((rel * n_dist + dist) * n_lca + lca) * 2 + same.long()
-        bias = nn.functional.embedding(index, joint.reshape(-1, joint.shape[-1]))
+        heads = joint.shape[-1]
+        # index_select, not F.embedding: the same rows, and its backward (index_add) is ~6x cheaper on a CPU
+        # than embedding's for a 450-row table and 50 x 50 grids
+        bias = joint.reshape(-1, heads).index_select(0, index.reshape(-1)).view(*index.shape, heads)
         return bias.permute(0, 3, 1, 2)
 
 
