@@ -13,6 +13,8 @@
 * ``RandomState`` stores the random generators' state in each checkpoint and
   puts it back when training resumes, so a resumed run draws the same shuffles,
   negatives and dropout masks as an uninterrupted one.
+* ``ProgressLines`` prints one line per validation and per evaluation pass, for
+  runs without a progress bar (the benchmarks' logs).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import logging
 import platform
 import random
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -263,3 +266,60 @@ from recframe.heads import (  # noqa: E402, F401
     read_heads,
     scale_heads,
 )
+
+
+class ProgressLines(L.Callback):
+    """One plain line per validation during a fit (epoch, the monitored metric, the best so far, the time
+    since the fit started) and one at the start and end of every validate/test pass outside a fit, on stdout:
+    a run whose progress bar is off (a benchmark writing to a log file) still shows where it is, and a long
+    exact test says that it is running.
+
+    Args:
+        name: prefix of every line (the run's name).
+        monitor: the logged metric to show (default ``val_ndcg``, what the configs' early stopping watches).
+        mode: ``"max"`` or ``"min"``: which way ``monitor`` improves, for the best value shown.
+    """
+
+    def __init__(self, name: str, monitor: str = "val_ndcg", mode: str = "max") -> None:
+        if mode not in ("max", "min"):
+            raise ValueError(f"ProgressLines mode must be 'max' or 'min', got {mode!r}")
+        self.name, self.monitor, self.mode = name, monitor, mode
+        self._best: float | None = None
+        self._fit_start = 0.0
+        self._pass_start = 0.0
+
+    def _say(self, text: str) -> None:
+        print(f"[{self.name}] {text}", flush=True)
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._fit_start = time.monotonic()
+        self._say(f"fit from epoch {trainer.current_epoch} to at most {trainer.max_epochs}")
+
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.state.fn != "fit":
+            self._pass_start = time.monotonic()
+            self._say("validation pass of the selected checkpoint started")
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking:
+            return
+        if trainer.state.fn != "fit":
+            self._say(f"validation pass done in {time.monotonic() - self._pass_start:.0f} s")
+            return
+        value = trainer.callback_metrics.get(self.monitor)
+        shown = "n/a" if value is None else f"{float(value):.4f}"
+        if value is not None:
+            better = max if self.mode == "max" else min
+            self._best = float(value) if self._best is None else better(self._best, float(value))
+        best_shown = "" if self._best is None else f" (best of this fit {self._best:.4f})"
+        seconds = int(time.monotonic() - self._fit_start)
+        clock = f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+        epoch = f"epoch {trainer.current_epoch + 1}/{trainer.max_epochs}"
+        self._say(f"{epoch}: {self.monitor} {shown}{best_shown}, {clock} into this fit")
+
+    def on_test_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._pass_start = time.monotonic()
+        self._say("test pass of the selected checkpoint started")
+
+    def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._say(f"test pass done in {time.monotonic() - self._pass_start:.0f} s")

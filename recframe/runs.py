@@ -43,6 +43,10 @@ def fit_and_test(
         flags += ["--trainer.enable_progress_bar", "false"]
     cli = run_cli(["--config", str(config), *flags, *(extra or [])], run=False)
     trainer, model, dm = cli.trainer, cli.model, cli.datamodule
+    if quiet:  # no progress bar: one line per validation and evaluation pass instead
+        from recframe.callbacks import ProgressLines
+
+        trainer.callbacks.append(ProgressLines(Path(str(config)).stem))
     timer = _train_timer(trainer)
     trainer.fit(model, dm, ckpt_path=str(ckpt_path) if ckpt_path else None)
     train_s = timer.time_elapsed("train")

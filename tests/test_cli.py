@@ -146,6 +146,22 @@ def test_test_subcommand_restores_a_graph_model_exactly(in_tmp: Path) -> None:
         assert float(restored[key]) == pytest.approx(value, abs=1e-7), key
 
 
+def test_quiet_runs_print_one_line_per_validation_and_evaluation_pass(in_tmp: Path, capsys) -> None:
+    from recframe.runs import fit_and_test
+
+    fit_and_test(SMOKE / "lightgcn.yaml", ["--trainer.max_epochs", "2"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("[lightgcn] ")]
+    assert lines[0] == "[lightgcn] fit from epoch 0 to at most 2"
+    epochs = [line for line in lines if " epoch " in line and "val_ndcg " in line]
+    assert [line.split(":")[0] for line in epochs] == ["[lightgcn] epoch 1/2", "[lightgcn] epoch 2/2"]
+    values = [float(line.split("val_ndcg ")[1].split()[0].rstrip(",")) for line in epochs]
+    assert epochs[1].split("(best of this fit ")[1].startswith(f"{max(values):.4f})")
+    assert lines[-4:-2] == ["[lightgcn] validation pass of the selected checkpoint started",
+                            lines[-3]] and lines[-3].startswith("[lightgcn] validation pass done in ")
+    assert lines[-2] == "[lightgcn] test pass of the selected checkpoint started"
+    assert lines[-1].startswith("[lightgcn] test pass done in ") and lines[-1].endswith(" s")
+
+
 def test_bare_command_prints_usage(capsys) -> None:
     assert main([]) == 0
     out = capsys.readouterr().out
