@@ -243,6 +243,37 @@ def test_failed_trial_counts_against_the_budget_and_is_not_rerun(in_tmp: Path,
     assert json.loads((in_tmp / "study/trials/trial_0000/result.json").read_text())["state"] == "failed"
 
 
+@pytest.mark.parametrize(("seed", "order", "pruned"), [(0, [5e-2, 1e-4], [1]), (1, [1e-4, 5e-2], [])])
+def test_median_pruner_stops_a_trial_behind_the_earlier_ones_and_counts_it(
+        in_tmp: Path, no_test_stage: None, seed: int, order: list[float], pruned: list[int]) -> None:
+    """Planted: lr 1e-4 barely trains in 3 epochs, 5e-2 does. With one startup trial the median pruner stops
+    the weak setting after its first validation when the strong one ran first (seed 0's grid order), and
+    never stops the strong one (seed 1's order)."""
+    space = _space(in_tmp, LR_SPACE)
+    summary = tune(_settings(in_tmp, space, 2, sampler="grid", seed=seed, pruner="median",
+                             pruner_startup_trials=1), echo=lambda _: None)
+    assert [t["params"]["model.init_args.lr"] for t in summary["trials"]] == order  # the grid's order
+    assert [t["number"] for t in summary["trials"] if t["state"] == "pruned"] == pruned
+    assert summary["n_pruned"] == len(pruned) and summary["n_finished"] == 2  # a pruned trial is counted
+    assert summary["pruner"] == {"name": "median", "n_startup_trials": 1, "n_warmup_steps": 0}
+    assert summary["best"]["params"]["model.init_args.lr"] == 5e-2
+    for number in pruned:
+        record = json.loads((in_tmp / f"study/trials/trial_{number:04d}/result.json").read_text())
+        assert record["state"] == "pruned" and record["value"] is None and record["pruned_at_epoch"] == 0
+        assert record["pruned_value"] < summary["best"]["value"]
+        log = (in_tmp / f"study/trials/trial_{number:04d}/version_0/metrics.csv").read_text().splitlines()
+        assert {row.split(",")[0] for row in log[1:]} == {"0"}  # trained one epoch of the config's 3
+
+
+def test_a_study_keeps_its_pruner(in_tmp: Path) -> None:
+    space = _space(in_tmp, LR_SPACE)
+    tune(_settings(in_tmp, space, 1, sampler="grid"), echo=lambda _: None)
+    with pytest.raises(TuneError, match="another pruner"):
+        tune(_settings(in_tmp, space, 2, sampler="grid", pruner="hyperband"), echo=lambda _: None)
+    with pytest.raises(TuneError, match="--pruner bad: use one of none, median, hyperband"):
+        tune(_settings(in_tmp, space, 2, pruner="bad"), echo=lambda _: None)
+
+
 def test_one_process_per_storage(in_tmp: Path) -> None:
     import fcntl
 

@@ -7,9 +7,9 @@ Modules, one job each: :mod:`~recframe.tuning.space` (the search-space file),
 :mod:`~recframe.tuning.cli` (the command).
 """
 
-from recframe.tuning.errors import SpaceError, TrialFailed, TuneError
+from recframe.tuning.errors import SpaceError, TrialFailed, TrialPruned, TuneError
 from recframe.tuning.runner import TuneSettings, tune
 from recframe.tuning.space import Param, SearchSpace, load_space
 
-__all__ = ["Param", "SearchSpace", "SpaceError", "TrialFailed", "TuneError", "TuneSettings", "load_space",
-           "tune"]
+__all__ = ["Param", "SearchSpace", "SpaceError", "TrialFailed", "TrialPruned", "TuneError", "TuneSettings",
+           "load_space", "tune"]

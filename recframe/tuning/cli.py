@@ -5,6 +5,8 @@ is scored by ``--metric`` of its best-validation checkpoint; test data is never 
 ``--storage`` (an SQLite file there): rerunning the same command after a kill continues it, rerunning the
 trial that was interrupted. Outputs: each trial's resolved config and validation result, ``best.yaml`` (the
 config with the best values) and ``study.json`` (settings, the trial budget, every trial, the best).
+``--pruner median|hyperband`` stops a trial after a validation that falls behind the earlier trials' at the
+same epoch (pruned trials count against the budget).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``recframe tune``."""
-    from recframe.tuning.runner import DIRECTIONS, SAMPLERS
+    from recframe.tuning.runner import DIRECTIONS, PRUNERS, SAMPLERS
 
     parser = argparse.ArgumentParser(
         prog="recframe tune",
@@ -36,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--storage", type=Path, default=None,
                         help="study folder (default runs/tune/<config name>); rerun to continue its study")
     parser.add_argument("--seed", type=int, default=0, help="sampler seed (training uses the config's seed)")
+    parser.add_argument("--pruner", choices=PRUNERS, default="none",
+                        help="stop unpromising trials after a validation: none (default), median or "
+                             "hyperband (Optuna's); a pruned trial counts against the budget")
+    parser.add_argument("--pruner-startup-trials", type=int, default=5,
+                        help="median: trials that run to their end before it prunes (default 5)")
     return parser
 
 
@@ -49,5 +56,6 @@ def main(argv: list[str]) -> int:
     quiet_lightning()
     with friendly_errors(prog="recframe tune"):
         tune(TuneSettings(config=ns.config, space=ns.space, trials=ns.trials, sampler=ns.sampler,
-                          metric=ns.metric, direction=ns.direction, storage=ns.storage, seed=ns.seed))
+                          metric=ns.metric, direction=ns.direction, storage=ns.storage, seed=ns.seed,
+                          pruner=ns.pruner, pruner_startup_trials=ns.pruner_startup_trials))
     return 0

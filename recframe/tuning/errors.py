@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["SpaceError", "TrialFailed", "TuneError"]
+__all__ = ["SpaceError", "TrialFailed", "TrialPruned", "TuneError"]
 
 
 class TuneError(argparse.ArgumentError):
@@ -23,3 +23,14 @@ class TrialFailed(Exception):
 
     Such a trial is a finished, failed trial: it counts against the budget and is not rerun.
     """
+
+
+class TrialPruned(Exception):
+    """A trial the pruner stopped after a validation (``epoch``, ``value``: the metric it was stopped at).
+
+    Such a trial is finished: it counts against the budget, is not rerun and has no value.
+    """
+
+    def __init__(self, epoch: int, value: float) -> None:
+        super().__init__(f"pruned after the validation of epoch {epoch} ({value:.4f})")
+        self.epoch, self.value = epoch, value

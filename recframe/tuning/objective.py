@@ -17,11 +17,11 @@ import json
 import logging
 import math
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from recframe.tuning.errors import TrialFailed, TuneError
+from recframe.tuning.errors import TrialFailed, TrialPruned, TuneError
 from recframe.tuning.results import shown, write_text
 from recframe.tuning.space import Scalar, override_value
 
@@ -51,8 +51,13 @@ def overrides(params: dict[str, Scalar]) -> list[str]:
     return out
 
 
+Report = Callable[[int, float], bool]
+"""``report(epoch, value) -> stop``: called after each validation of a fit with ``metric``'s value; True
+stops the trial there (the pruner's decision)."""
+
+
 def run_trial(config: str | Path, params: dict[str, Scalar], trial_dir: Path, metric: str,
-              resume_from: Path | None = None) -> dict[str, Any]:
+              resume_from: Path | None = None, report: Report | None = None) -> dict[str, Any]:
     """Fit ``config`` with ``params`` (logs in ``trial_dir``), validate its best checkpoint, return a record.
 
     ``resume_from``: the ``last.ckpt`` an interrupted attempt of the same parameters left; the fit continues
@@ -66,6 +71,9 @@ def run_trial(config: str | Path, params: dict[str, Scalar], trial_dir: Path, me
     seed and the data fingerprint. Raises :class:`TrialFailed` when the model diverged (non-finite scores or
     metric) or no best-validation checkpoint exists, and :class:`TuneError` when ``metric`` is not a
     validation metric.
+
+    ``report`` (a pruner): called after every validation of the fit with the epoch and ``metric``; when it
+    returns True the fit stops after that epoch and :class:`TrialPruned` is raised (no final validation).
     """
     from recframe.cli import run_cli
 
@@ -75,10 +83,33 @@ def run_trial(config: str | Path, params: dict[str, Scalar], trial_dir: Path, me
              "--trainer.logger", json.dumps(logger)]
     with _quiet_trial():
         return _fit_and_validate(run_cli(["--config", str(config), *overrides(params), *flags], run=False),
-                                 trial_dir, metric, resume_from)
+                                 trial_dir, metric, resume_from, report)
 
 
-def _fit_and_validate(cli: Any, trial_dir: Path, metric: str, resume_from: Path | None) -> dict[str, Any]:
+def _reporter(metric: str, report: Report) -> Any:
+    """A callback that hands ``metric`` to ``report`` after each validation of a fit and stops the fit
+    when ``report`` says so (``stopped``: the epoch and value, else None)."""
+    import lightning as L
+
+    class Reporter(L.Callback):
+        stopped: tuple[int, float] | None = None
+
+        def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+            if trainer.sanity_checking or trainer.state.fn != "fit":
+                return
+            value = trainer.callback_metrics.get(metric)
+            if value is None or not math.isfinite(float(value)):
+                return
+            epoch = int(trainer.current_epoch)
+            if report(epoch, float(value)):
+                self.stopped = (epoch, float(value))
+                trainer.should_stop = True
+
+    return Reporter()
+
+
+def _fit_and_validate(cli: Any, trial_dir: Path, metric: str, resume_from: Path | None,
+                      report: Report | None = None) -> dict[str, Any]:
     from recframe.metrics.ranking import NonFiniteScoresError
     from recframe.runs import _epoch_of, _train_timer, device_name
 
@@ -89,8 +120,13 @@ def _fit_and_validate(cli: Any, trial_dir: Path, metric: str, resume_from: Path 
             raise TuneError(f"the config trains on {trainer.world_size} processes, but recframe tune trains "
                             "in one process (no DDP launch): set trainer.devices 1 and trainer.num_nodes 1")
         timer = _train_timer(trainer)
+        reporter = _reporter(metric, report) if report is not None else None
+        if reporter is not None:
+            trainer.callbacks.append(reporter)
         try:
             trainer.fit(model, dm, ckpt_path=str(resume_from) if resume_from is not None else None)
+            if reporter is not None and reporter.stopped is not None:
+                raise TrialPruned(*reporter.stopped)
             train_s = timer.time_elapsed("train")
             checkpoint = trainer.checkpoint_callback
             best = checkpoint.best_model_path if checkpoint is not None else ""

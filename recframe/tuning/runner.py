@@ -12,7 +12,7 @@ from typing import Any
 import optuna
 
 from recframe.checkpoint_io import furthest_last_checkpoint
-from recframe.tuning.errors import TrialFailed, TuneError
+from recframe.tuning.errors import TrialFailed, TrialPruned, TuneError
 from recframe.tuning.objective import check_overrides, normalise_metric, overrides, run_trial
 from recframe.tuning.results import shown, trial_dir, write_best, write_json
 from recframe.tuning.space import SearchSpace, load_space
@@ -31,6 +31,7 @@ from recframe.tuning.study import (
 __all__ = ["TuneSettings", "tune"]
 
 SAMPLERS = ("tpe", "grid")
+PRUNERS = ("none", "median", "hyperband")
 DIRECTIONS = ("maximize", "minimize")
 
 
@@ -50,6 +51,13 @@ class TuneSettings:
         seed: seeds the sampler (TPE: reseeded with ``seed + trials so far`` before each trial, so its draws
             depend on the study's history, not on how many processes produced it; grid: fixes the order of its
             points). Training uses the config's ``seed_everything``.
+        pruner: ``none`` (default: every trial trains to its end), ``median`` (Optuna's ``MedianPruner``: a
+            trial stops after a validation whose metric is worse than the median of the earlier trials' at the
+            same epoch) or ``hyperband`` (Optuna's ``HyperbandPruner``, the epochs of validation as its
+            resource, minimum 1, reduction factor 3). A pruned trial counts against the budget, so one budget
+            buys more settings; give every model of a comparison the same pruner, as the same budget.
+        pruner_startup_trials: ``median`` only: trials that run to their end before it prunes (Optuna's
+            default, 5).
     """
 
     config: Path
@@ -60,6 +68,8 @@ class TuneSettings:
     direction: str = "maximize"
     storage: Path | None = None
     seed: int = 0
+    pruner: str = "none"
+    pruner_startup_trials: int = 5
 
     def storage_dir(self) -> Path:
         """``storage``, or ``runs/tune/<config name>``."""
@@ -78,6 +88,10 @@ def tune(settings: TuneSettings, echo: Callable[[str], None] = print) -> dict[st
         raise TuneError(f"--sampler {settings.sampler}: use one of {', '.join(SAMPLERS)}")
     if settings.direction not in DIRECTIONS:
         raise TuneError(f"--direction {settings.direction}: use one of {', '.join(DIRECTIONS)}")
+    if settings.pruner not in PRUNERS:
+        raise TuneError(f"--pruner {settings.pruner}: use one of {', '.join(PRUNERS)}")
+    if settings.pruner_startup_trials < 0:
+        raise TuneError(f"--pruner-startup-trials {settings.pruner_startup_trials}: use a whole number >= 0")
     if settings.trials < 1:
         raise TuneError(f"--trials {settings.trials}: the budget is a whole number >= 1")
     config = Path(settings.config)
@@ -93,10 +107,13 @@ def tune(settings: TuneSettings, echo: Callable[[str], None] = print) -> dict[st
     identity = {"config_sha256": hashlib.sha256(config_text).hexdigest(), "space_sha256": space.digest(),
                 "sampler": settings.sampler, "seed": settings.seed, "metric": metric,
                 "direction": settings.direction}
+    if settings.pruner != "none":  # a study without a pruner keeps the identity it had before pruners existed
+        identity["pruner"] = _pruner_spec(settings)
     check_overrides(config, space.candidates(), space.source)
     optuna.logging.set_verbosity(logging.ERROR)
     with exclusive(storage):
         study = open_study(storage, identity, settings.direction)
+        study.pruner = _make_pruner(settings)
         for number in recover_interrupted(study):
             echo(f"trial {number} was interrupted; it is rerun with the same parameters")
             _write_interrupted(storage, study.trials[number])
@@ -133,6 +150,28 @@ def _make_sampler(kind: str, space: SearchSpace, seed: int, n_trials: int) -> op
     return optuna.samplers.TPESampler(seed=seed + n_trials)
 
 
+def _pruner_spec(settings: TuneSettings) -> dict[str, Any]:
+    """The pruner and its settings, as the study's identity and ``study.json`` record them."""
+    if settings.pruner == "median":
+        return {"name": "median", "n_startup_trials": settings.pruner_startup_trials, "n_warmup_steps": 0}
+    if settings.pruner == "hyperband":
+        return {"name": "hyperband", "min_resource": 1, "max_resource": "auto", "reduction_factor": 3}
+    return {"name": "none"}
+
+
+def _make_pruner(settings: TuneSettings) -> optuna.pruners.BasePruner:
+    """Optuna's pruner for ``settings.pruner`` (:func:`_pruner_spec`'s settings)."""
+    spec = _pruner_spec(settings)
+    if spec["name"] == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=spec["n_startup_trials"],
+                                           n_warmup_steps=spec["n_warmup_steps"])
+    if spec["name"] == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=spec["min_resource"],
+                                              max_resource=spec["max_resource"],
+                                              reduction_factor=spec["reduction_factor"])
+    return optuna.pruners.NopPruner()
+
+
 def _run_one(settings: TuneSettings, space: SearchSpace, metric: str, storage: Path, study: optuna.Study,
              target: int, echo: Callable[[str], None]) -> None:
     """Run one trial (a queued rerun first): train and validate it, record it in the study, write its files.
@@ -154,8 +193,18 @@ def _run_one(settings: TuneSettings, space: SearchSpace, metric: str, storage: P
         resume = _interrupted_checkpoint(study, storage, trial.user_attrs.get("rerun_of"))
         if resume is not None:
             echo(f"trial {trial.number} continues from {shown(resume)}")
+        def report(epoch: int, value: float) -> bool:
+            trial.report(value, step=epoch)
+            return trial.should_prune()
+
         try:
-            result = run_trial(settings.config, params, folder, metric, resume_from=resume)
+            pruning = {"report": report} if settings.pruner != "none" else {}
+            result = run_trial(settings.config, params, folder, metric, resume_from=resume, **pruning)
+        except TrialPruned as exc:
+            trial.set_user_attr("pruned_at_epoch", exc.epoch)
+            trial.set_user_attr("pruned_value", exc.value)
+            record.update(state="pruned", value=None, pruned_at_epoch=exc.epoch, pruned_value=exc.value)
+            raise optuna.TrialPruned(str(exc)) from None
         except TrialFailed as exc:
             trial.set_user_attr("failure", str(exc))
             record.update(state="failed", value=None, failure=str(exc))
@@ -182,6 +231,8 @@ def _run_one(settings: TuneSettings, space: SearchSpace, metric: str, storage: P
     shown_params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}"
                              for k, v in params.items())
     outcome = f"{metric} = {record['value']:.4f}" if record["state"] == "complete" else record["state"]
+    if record["state"] == "pruned":
+        outcome = f"pruned after epoch {record['pruned_at_epoch']} ({metric} {record['pruned_value']:.4f})"
     best_text = f"best {best.value:.4f} (trial {best.number})" if best is not None else "none complete yet"
     echo(f"trial {record['number']} [{done}/{target}] {shown_params}: {outcome}; {best_text}")
     write_json(storage / "study.json", _summary(settings, space, metric, storage, study, target,
@@ -218,7 +269,7 @@ def _summary(settings: TuneSettings, space: SearchSpace, metric: str, storage: P
     reruns = rerun_map(study)
     best = _best_counted(study, target)
     counts = {state: sum(state_of(t) == state for t in trials)
-              for state in ("complete", "failed", "interrupted")}
+              for state in ("complete", "failed", "pruned", "interrupted")}
     return {
         "config": shown(settings.config),
         "space": shown(settings.space),
@@ -229,13 +280,15 @@ def _summary(settings: TuneSettings, space: SearchSpace, metric: str, storage: P
         "direction": settings.direction,
         "selection": "validation only: each trial's value is the metric of its best-validation checkpoint; "
                      "no test metric is computed",
+        "pruner": _pruner_spec(settings),
         "trial_budget": settings.trials,
         "budget_history": study.user_attrs.get("budgets", []),
         "grid_size": grid_size,
-        "n_finished": counts["complete"] + counts["failed"],
+        "n_finished": counts["complete"] + counts["failed"] + counts["pruned"],
         "n_counted": len(_counted(study, target)),
         "n_complete": counts["complete"],
         "n_failed": counts["failed"],
+        "n_pruned": counts["pruned"],
         "n_interrupted": counts["interrupted"],
         "best": None if best is None else {
             "number": best.number, "value": best.value, "params": dict(best.params),

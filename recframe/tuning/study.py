@@ -7,6 +7,8 @@ seed, metric and direction); a rerun with another identity on the same storage i
 * ``complete``: trained and validated; its value counts.
 * ``failed``: ran to its end without a usable result (the model diverged, no best checkpoint); it counts
   against the trial budget and is not rerun.
+* ``pruned``: stopped by the pruner (``--pruner``) after a validation whose metric fell behind the earlier
+  trials' at the same epoch; it counts against the trial budget, has no value and is not rerun.
 * ``interrupted``: the process died or stopped during the trial (a kill, Ctrl-C, a crash). The next run
   marks it failed in the storage and queues a rerun with the same parameters (``rerun_of``); it does not count
   against the budget.
@@ -29,7 +31,7 @@ __all__ = ["STUDY_NAME", "best_trial", "exclusive", "n_finished", "open_study", 
            "rerun_map", "state_of", "storage_url", "trial_record"]
 
 STUDY_NAME = "recframe-tune"
-FINISHED = ("complete", "failed")
+FINISHED = ("complete", "failed", "pruned")
 
 
 @contextlib.contextmanager
@@ -78,7 +80,7 @@ def state_of(trial: FrozenTrial) -> str:
 
 
 def n_finished(study: optuna.Study) -> int:
-    """Trials that count against the budget: complete and failed ones."""
+    """Trials that count against the budget: complete, failed and pruned ones."""
     return sum(state_of(t) in FINISHED for t in study.get_trials(deepcopy=False))
 
 
@@ -114,7 +116,7 @@ def trial_record(trial: FrozenTrial, rerun_as: dict[int, int]) -> dict[str, Any]
     """One trial as ``study.json`` lists it (its ``result.json`` has the same keys plus the run details)."""
     record: dict[str, Any] = {"number": trial.number, "state": state_of(trial), "params": dict(trial.params),
                               "value": trial.value if trial.state == TrialState.COMPLETE else None}
-    for key in ("dir", "failure", "error", "rerun_of"):
+    for key in ("dir", "failure", "error", "rerun_of", "pruned_at_epoch", "pruned_value"):
         if key in trial.user_attrs:
             record[key] = trial.user_attrs[key]
     if trial.number in rerun_as:
