@@ -88,3 +88,51 @@ def test_cross_attention_over_memory_gathered_per_row_matches_the_reference() ->
             merged[:, cols] = torch.softmax(s, -1).nan_to_num(0.0) @ ckv[:, D:][:, cols]
         want = merged @ attn.out.weight.double().T + attn.out.bias.double()
         torch.testing.assert_close(got[r, 0].double(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_trailing_windows_group_rows_by_where_their_kept_tokens_start() -> None:
+    from recframe.models.layers import trailing_windows
+
+    S = 50
+    spans = torch.tensor([2] * 100 + [50] * 28)  # planted: many short histories, a few full ones
+    keep = torch.arange(S)[None] >= (S - spans)[:, None]
+    groups = trailing_windows(keep)
+    assert [(sorted(rows.tolist()), start) for rows, start in groups] == [(list(range(100)), 48),
+                                                                          (list(range(100, 128)), 0)]
+    assert trailing_windows(torch.ones(16, S, dtype=torch.bool)) is None  # full rows: nothing to trim
+    torch.manual_seed(0)
+    spans = torch.randint(1, S + 1, (64,))
+    keep = torch.arange(S)[None] >= (S - spans)[:, None]
+    keep[5] = False
+    keep[5, -1] = True  # a row with no real token keeps its last position
+    groups = trailing_windows(keep) or [(torch.arange(64), 0)]
+    assert sorted(r for rows, _ in groups for r in rows.tolist()) == list(range(64))  # a partition
+    for rows, start in groups:
+        assert not keep[rows, :start].any()  # no kept token is left out of its window
+
+
+def test_packed_self_attention_over_trailing_windows_is_the_dense_function() -> None:
+    """Values and gradients of the kept tokens: packed rows attend over their group's window only."""
+    from recframe.models.layers import trailing_windows
+
+    torch.manual_seed(2)
+    B, S, D, H = 12, 20, 8, 2
+    spans = torch.tensor([1, 2, 2, 3, 3, 3, 4, 20, 19, 2, 1, 3])
+    valid = torch.arange(S)[None] >= (S - spans)[:, None]
+    keep = valid.clone()
+    keep[:, -1] = True
+    assert trailing_windows(keep) is not None and len(trailing_windows(keep)) > 1
+    mask = (torch.tril(torch.ones(S, S, dtype=torch.bool))[None] & valid[:, None, :]) | torch.eye(
+        S, dtype=torch.bool)[None]
+    bias = torch.randn(B, 1, H, S, S)
+    attn = RowAttention(D, H, dropout=0.0).eval()
+    x = torch.randn(B, 1, S, D, requires_grad=True)
+    dense = attn(x, self_mask=mask[:, None, None], self_bias=bias)[keep[:, None]]
+    packed_in = x[keep[:, None]].detach().requires_grad_()
+    packed = attn.forward_packed(packed_in, keep[:, None], self_mask=mask[:, None, None], self_bias=bias)
+    torch.testing.assert_close(packed, dense, rtol=1e-5, atol=1e-6)
+    weights = torch.randn_like(dense)
+    (dense * weights).sum().backward()
+    grad_dense = x.grad[keep[:, None]]
+    (packed * weights).sum().backward()
+    torch.testing.assert_close(packed_in.grad, grad_dense, rtol=1e-5, atol=1e-6)

@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from recframe.models.layers import trailing_windows
+
 
 class RowAttention(nn.Module):
     """Multi-head attention of ``[B, N, q]`` query rows over their own tokens plus a shared context.
@@ -103,7 +105,16 @@ class RowAttention(nn.Module):
         D = x.shape[-1]
         Q = x.new_zeros(B, N, q, D).index_put((keep,), self.q(x))
         kv = x.new_zeros(B, N, q, 2 * D).index_put((keep,), self.kv(x))
-        return self.out(self._attend(Q, kv, self_mask=self_mask, self_bias=self_bias)[keep])
+        # one row per user (an encoder's stream): each group of rows attends over its trailing window only
+        groups = trailing_windows(keep[:, 0]) if N == 1 and self.head_hook is None else None
+        if groups is None:
+            return self.out(self._attend(Q, kv, self_mask=self_mask, self_bias=self_bias)[keep])
+        heads = Q.new_zeros(B, N, q, D)
+        for rows, start in groups:
+            heads[rows, :, start:] = self._attend(Q[rows, :, start:], kv[rows, :, start:],
+                                                  self_mask=_window(self_mask, rows, start),
+                                                  self_bias=_window(self_bias, rows, start))
+        return self.out(heads[keep])
 
     def _attend(self, queries: Tensor, self_kv: Tensor | None, *, self_mask: Tensor | None = None,
                 self_bias: Tensor | None = None, context_kv: tuple[Tensor, Tensor] | None = None,
@@ -147,6 +158,15 @@ class RowAttention(nn.Module):
         if self.head_hook is not None:
             heads = self.head_hook(self, heads)
         return heads.permute(0, 1, 3, 2, 4).reshape(B, N, q, D)
+
+
+def _window(pairs: Tensor | None, rows: Tensor, start: int) -> Tensor | None:
+    """``[B or 1, ..., q, q]`` masks or biases of ``rows``, on their trailing window ``[start:]``."""
+    if pairs is None:
+        return None
+    if pairs.shape[0] > 1:
+        pairs = pairs[rows]
+    return pairs[..., start:, start:]
 
 
 def _folded(rows: Tensor) -> Tensor:
