@@ -65,6 +65,8 @@ ROWS: dict[str, Row] = {
     "TIGER (attribute IDs)": Row("tiger", tokenizer_seed=True, generative=True),
     "TIGER (collaborative IDs)": Row("tiger_collab", tokenizer_seed=True, collaborative_seed=True,
                                      generative=True),
+    # attributes + SASRec's table, each block L2-normalised (features: hybrid, hybrid_content: none)
+    "TIGER (hybrid IDs)": Row("tiger_hybrid", tokenizer_seed=True, collaborative_seed=True, generative=True),
     "TIGER (collaborative IDs) + TrieRec": Row("tiger_collab_trierec", tokenizer_seed=True,
                                                collaborative_seed=True, generative=True),
     # TrieRec with nothing else changed (the row above also takes TrieRec's own width 128 and lr 0.002)
@@ -89,6 +91,7 @@ PAIRS: list[tuple[str, str]] = [
     ("TIGER (collaborative IDs)", "TIGER (collaborative IDs) + R-GRec"),
     ("TIGER (attribute IDs)", "FLASH"),
     ("TIGER (attribute IDs)", "TIGER (collaborative IDs)"),
+    ("TIGER (collaborative IDs)", "TIGER (hybrid IDs)"),
     ("FLASH", "FLASH (collaborative IDs)"),
     ("TIGER (collaborative IDs)", "FLASH (collaborative IDs)"),
 ]

@@ -10,7 +10,7 @@ import torch
 
 from recframe.data.datamodule import RecDataModule
 from recframe.models import Popularity
-from recframe.models.generative import TIGER, SIDDecoder, TrieRec
+from recframe.models.generative import FLASH, TIGER, SIDDecoder, TrieRec
 from recframe.serving import Recommender
 from recframe.tokenizers import RQKMeansTokenizer
 from tests.cli_support import fit_smoke
@@ -152,3 +152,34 @@ def test_tokenizer_inputs_collaborative_hybrid_and_regularised(tmp_path: Path) -
               collaborative=str(tmp_path / "items.npy")).bind_data(dm.split.train)
     with pytest.raises(ValueError, match="needs model.init_args.collaborative"):
         TIGER(n_items=dm.n_items, features="collaborative")
+
+
+def test_hybrid_ids_can_take_the_metadata_features_as_their_content_block(tmp_path: Path) -> None:
+    """``hybrid_content: none``: the hybrid's content block is the metadata features (Amazon's attribute
+    multi-hot), each block L2-normalised with squared norms 1 - w : w (a hand check against both blocks)."""
+    import numpy as np
+
+    from recframe.features import item_content_features
+
+    dm = RecDataModule(dataset="synthetic", synthetic=SYNTH, split="loo", max_len=10)
+    dm.setup("fit")
+    table = np.random.default_rng(1).normal(size=(dm.n_items + 1, 6)).astype(np.float32)
+    table[0] = 0
+    np.save(tmp_path / "items.npy", table)
+    for model_class in (TIGER, FLASH):
+        model = model_class(n_items=dm.n_items, features="hybrid", hybrid_content="none",
+                            collaborative=str(tmp_path / "items.npy"), collab_weight=0.36)
+        matrix = model.item_matrix(dm.split.train)
+        meta = item_content_features(dm.split.train.item_features, encoder="none")
+        assert matrix.shape == (dm.n_items + 1, meta.shape[1] + 6)
+        rows = np.linalg.norm(meta[1:], axis=1) > 0
+        want_meta = meta[1:][rows] / np.linalg.norm(meta[1:][rows], axis=1, keepdims=True) * 0.8  # sqrt(.64)
+        np.testing.assert_allclose(matrix[1:, : meta.shape[1]][rows], want_meta, atol=1e-5)
+        want_collab = table[1:] / np.linalg.norm(table[1:], axis=1, keepdims=True) * 0.6  # sqrt(.36)
+        np.testing.assert_allclose(matrix[1:, meta.shape[1]:], want_collab, atol=1e-5)
+    with pytest.raises(ValueError, match="hybrid_content='none' sets the content block of features: hybrid"):
+        TIGER(n_items=dm.n_items, features="collaborative", collaborative=str(tmp_path / "items.npy"),
+              hybrid_content="none")
+    with pytest.raises(ValueError, match="hybrid_content must be one of"):
+        TIGER(n_items=dm.n_items, features="hybrid", collaborative=str(tmp_path / "items.npy"),
+              hybrid_content="bag")

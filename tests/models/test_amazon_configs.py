@@ -37,7 +37,7 @@ def test_config_validates_against_the_schema(config: str, capsys) -> None:
 
 
 # ---------------------------------------------------------------- the generative rows (issue 34 item 3)
-GENERATIVE = ("tiger", "tiger_collab", "tiger_collab_trierec", "tiger_collab_trierec_same",
+GENERATIVE = ("tiger", "tiger_collab", "tiger_hybrid", "tiger_collab_trierec", "tiger_collab_trierec_same",
               "tiger_collab_rgrec", "decoder_collab", "flash", "flash_collab")
 DATASETS = ("beauty", "sports", "toys")
 
@@ -63,8 +63,10 @@ def test_generative_config_ids_addons_and_validation(stem: str, dataset: str) ->
     text = (AMAZON / config).read_text()
     init = _init(config)
     assert "fixed before any run" in text and "one point" in text  # the recipe is written down, not searched
-    if "collab" in stem:  # collaborative IDs: SASRec's item table on the same dataset's split
-        assert init["features"] == "collaborative"
+    if "collab" in stem or "hybrid" in stem:  # SASRec's item table on the same dataset's split (hybrid: with
+        # the attribute multi-hot as the content block)
+        assert init["features"] == ("hybrid" if "hybrid" in stem else "collaborative")
+        assert init.get("hybrid_content") == ("none" if "hybrid" in stem else None)
         assert init["collaborative"] == f"configs/amazon/sasrec_{dataset}.yaml"
         assert (AMAZON.parents[1] / init["collaborative"]).is_file()
     else:  # attribute IDs: the multi-hot metadata features (no item text exists on these data)
@@ -91,6 +93,14 @@ def test_add_on_rows_share_the_backbone_where_the_comment_says_so(dataset: str) 
         config["model"]["init_args"].pop("addons", None)
         config["trainer"].pop("logger")
     assert whole[0] == whole[1]
+    # the hybrid row differs from the collaborative one in its item source alone
+    hybrid = yaml.safe_load((AMAZON / f"tiger_hybrid_{dataset}.yaml").read_text())
+    collab = yaml.safe_load((AMAZON / f"tiger_collab_{dataset}.yaml").read_text())
+    for config in (hybrid, collab):
+        config["model"]["init_args"].pop("hybrid_content", None)
+        config["model"]["init_args"].pop("features")
+        config["trainer"].pop("logger")
+    assert hybrid == collab
     # the TrieRec row at its own ML-100K-tuned settings differs in width and learning rate too
     own = _init(f"tiger_collab_trierec_{dataset}.yaml")
     assert {k for k in base if own.get(k) != base[k]} == {"dim", "inner", "lr"}

@@ -96,6 +96,8 @@ class FLASH(ItemMatrixSource, SIDTableState, RecModel):
             on the same split and cached) or a ``.npy`` item table ``[n_items + 1, d]``.
         collaborative_seed: seed of that collaborative run.
         collab_weight: the collaborative block's share in ``hybrid``.
+        hybrid_content: the content block of ``hybrid``/``regularised``: ``text`` (all-MiniLM-L6-v2) or
+            ``none`` (the metadata features; on Amazon the attribute multi-hot, the only content there).
         max_len: history items per window.
         dim, n_layers, n_heads, inner, dropout, attn_dropout: transformer sizes (as SASRec).
         codebook_dropout: probability of zeroing one code embedding of one history token in training.
@@ -117,6 +119,7 @@ class FLASH(ItemMatrixSource, SIDTableState, RecModel):
         collaborative: str | None = None,
         collaborative_seed: int = 0,
         collab_weight: float = 0.5,
+        hybrid_content: Literal["text", "none"] = "text",
         max_len: int = 50,
         dim: int = 64,
         n_layers: int = 2,
@@ -134,7 +137,8 @@ class FLASH(ItemMatrixSource, SIDTableState, RecModel):
         super().__init__(n_items, n_users, lr, weight_decay, optimizer)
         self.save_hyperparameters(ignore=["tokenizer"])
         self.set_item_source(features, collaborative, collaborative_seed, collab_weight,
-                             allowed=("text", "none", "collaborative", "hybrid"))
+                             allowed=("text", "none", "collaborative", "hybrid"),
+                             hybrid_content=hybrid_content)
         if not 0.0 <= codebook_dropout < 1.0:
             raise ValueError(f"model.init_args.codebook_dropout must be in [0, 1); got {codebook_dropout}.")
         if scale <= 0:

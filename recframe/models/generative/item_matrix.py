@@ -14,6 +14,10 @@ under the same names (``model.init_args.features``):
   ``1 - collab_weight`` : ``collab_weight`` (:func:`recframe.features.collaborative.hybrid_item_features`);
 * ``regularised``: text codes pulled toward the collaborative table by a tokenizer that learns from both
   (TIGER-style models only; the tokenizer receives the collaborative table separately).
+
+``model.init_args.hybrid_content`` names the content block of ``hybrid`` and ``regularised``: ``text``
+(default, the MiniLM encoding above) or ``none`` (the metadata features: on Amazon's S3-Rec files, which have
+no item text, the attribute multi-hot). The other kinds take no content setting.
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ FEATURE_KINDS = ("text", "none", "collaborative", "hybrid", "regularised")
 NEEDS_COLLABORATIVE = ("collaborative", "hybrid", "regularised")
 """The kinds that need ``model.init_args.collaborative``."""
 
+CONTENT_KINDS = ("text", "none")
+"""Values of ``model.init_args.hybrid_content``: the content block of ``hybrid`` and ``regularised``."""
+
 
 class ItemMatrixSource:
     """Mixin: where a semantic-ID model's item vectors come from (module docstring).
@@ -42,9 +49,11 @@ class ItemMatrixSource:
     collaborative: str | None
     collaborative_seed: int
     collab_weight: float
+    hybrid_content: str
 
     def set_item_source(self, features: str, collaborative: str | None, collaborative_seed: int,
-                        collab_weight: float, allowed: Sequence[str] = FEATURE_KINDS) -> None:
+                        collab_weight: float, allowed: Sequence[str] = FEATURE_KINDS,
+                        hybrid_content: str = "text") -> None:
         """Check and keep the item source; one clear error naming the key for a bad combination."""
         if features not in allowed:
             raise ValueError(f"model.init_args.features must be one of {list(allowed)} for "
@@ -55,10 +64,18 @@ class ItemMatrixSource:
                              "or a .npy item table.")
         if not 0.0 <= collab_weight <= 1.0:
             raise ValueError(f"model.init_args.collab_weight must be in [0, 1]; got {collab_weight}.")
+        if hybrid_content not in CONTENT_KINDS:
+            raise ValueError(f"model.init_args.hybrid_content must be one of {list(CONTENT_KINDS)}; "
+                             f"got {hybrid_content!r}.")
+        if hybrid_content != "text" and features not in ("hybrid", "regularised"):
+            raise ValueError(f"model.init_args.hybrid_content={hybrid_content!r} sets the content block of "
+                             f"features: hybrid or regularised; with features: {features} leave it out (or "
+                             f"use features: {hybrid_content} for content alone).")
         self.features = features
         self.collaborative = collaborative
         self.collaborative_seed = collaborative_seed
         self.collab_weight = collab_weight
+        self.hybrid_content = hybrid_content
 
     def require_item_features(self, train: Any) -> None:
         """Raise when the source needs the items' content and the dataset has none."""
@@ -72,15 +89,16 @@ class ItemMatrixSource:
         """What the tokenizer quantises, ``[n_items + 1, d]`` (see ``features``)."""
         from recframe.features import item_content_features
 
+        content = self.features if self.features in ("text", "none") else self.hybrid_content
+        encoder = "none" if content == "none" else "all-MiniLM-L6-v2"
         if self.features in ("text", "none", "regularised"):
-            return item_content_features(
-                train.item_features, encoder="none" if self.features == "none" else "all-MiniLM-L6-v2")
+            return item_content_features(train.item_features, encoder=encoder)
         collab = self.collaborative_table(train)
         if self.features == "collaborative":
             return np.asarray(collab, dtype=np.float32)
         from recframe.features.collaborative import hybrid_item_features
 
-        text = item_content_features(train.item_features, encoder="all-MiniLM-L6-v2")
+        text = item_content_features(train.item_features, encoder=encoder)
         return hybrid_item_features(text, collab, collab_weight=self.collab_weight)
 
     def collaborative_table(self, train: Any) -> np.ndarray:

@@ -84,6 +84,8 @@ class GenerativeRecModel(ItemMatrixSource, SIDTableState, RecModel):
             table ``[n_items + 1, d]``.
         collaborative_seed: seed of that collaborative run.
         collab_weight: the collaborative block's share in ``hybrid``.
+        hybrid_content: the content block of ``hybrid``/``regularised``: ``text`` (all-MiniLM-L6-v2) or
+            ``none`` (the metadata features; on Amazon the attribute multi-hot, the only content there).
         max_len: history items per window.
         dim, n_layers, n_heads, inner, dropout: backbone sizes.
         attn_dropout: dropout on attention probabilities (default ``dropout``, as before it existed).
@@ -127,6 +129,7 @@ class GenerativeRecModel(ItemMatrixSource, SIDTableState, RecModel):
         collaborative: str | None = None,
         collaborative_seed: int = 0,
         collab_weight: float = 0.5,
+        hybrid_content: Literal["text", "none"] = "text",
         max_len: int = 20,
         dim: int = 64,
         n_layers: int = 2,
@@ -149,7 +152,8 @@ class GenerativeRecModel(ItemMatrixSource, SIDTableState, RecModel):
         self.addon_list: list[GenerativeAddon] = [addon_from_spec(a) for a in addons or []]
         self.hparams["addons"] = [a.spec() for a in self.addon_list]
         self.tokenizer = tokenizer
-        self.set_item_source(features, collaborative, collaborative_seed, collab_weight)
+        self.set_item_source(features, collaborative, collaborative_seed, collab_weight,
+                             hybrid_content=hybrid_content)
         if validation_beam < 1:
             raise ValueError(f"model.init_args.validation_beam must be >= 1, got {validation_beam}")
         self.validation_decode, self.validation_beam = validation_decode, validation_beam
