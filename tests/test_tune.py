@@ -285,7 +285,8 @@ def test_one_process_per_storage(in_tmp: Path) -> None:
             tune(_settings(in_tmp, _space(in_tmp, LR_SPACE), 1), echo=lambda _: None)
 
 
-@pytest.mark.parametrize("space", sorted((ROOT / "configs" / "spaces").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("space", sorted((ROOT / "configs" / "spaces").rglob("*.yaml")),
+                         ids=lambda p: str(p.relative_to(ROOT / "configs" / "spaces")))
 def test_shipped_spaces_fit_the_config_they_name(space: Path) -> None:
     """Each shipped space parses, has a grid, and every value fits the config its ``# Run:`` line names."""
     from recframe.tuning.objective import check_overrides
@@ -295,6 +296,18 @@ def test_shipped_spaces_fit_the_config_they_name(space: Path) -> None:
     run = next(line for line in space.read_text().splitlines() if line.startswith("# Run: recframe tune"))
     config = ROOT / run.split("--config ")[1].split()[0]
     check_overrides(config, parsed.candidates(), str(space))
+
+
+def test_the_amazon_search_plan_gives_every_model_the_same_budget() -> None:
+    """One budget, fixed before the search: every Amazon space is a 12-point grid, and its run line asks for
+    12 grid trials with the same pruner."""
+    spaces = sorted((ROOT / "configs" / "spaces" / "amazon").glob("*.yaml"))
+    assert {p.stem for p in spaces} == {"bprmf", "lightgcn", "gru4rec", "bert4rec", "sasrec", "tiger",
+                                        "decoder", "flash"}
+    for path in spaces:
+        assert load_space(path).grid_size() == 12, path.name
+        run = next(line for line in path.read_text().splitlines() if line.startswith("# Run: recframe tune"))
+        assert run.endswith("--trials 12 --sampler grid --pruner median --pruner-startup-trials 3"), path.name
 
 
 def test_a_killed_trial_continues_from_its_last_checkpoint(in_tmp: Path, no_test_stage: None,
